@@ -1,0 +1,95 @@
+"""Chat sessions and their messages."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from tenants.models import EndUser, Tenant
+from tenants.scoping import TenantManager
+
+
+def _default_expiry():  # noqa: ANN202 - Django default callable
+    return timezone.now() + timedelta(seconds=settings.SESSION_TOKEN_TTL_S)
+
+
+class ChatSession(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="sessions")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_activity_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(default=_default_expiry)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+        indexes = [models.Index(fields=["tenant", "end_user", "-created_at"], name="session_by_user")]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+    @property
+    def session_id(self) -> uuid.UUID:
+        return self.id
+
+    def is_live(self, now=None) -> bool:  # noqa: ANN001
+        now = now or timezone.now()
+        return self.status == self.Status.OPEN and self.expires_at > now
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    class Status(models.TextChoices):
+        COMPLETE = "complete", "Complete"
+        PARTIAL = "partial", "Partial (stream interrupted)"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    text = models.TextField()
+    client_msg_id = models.CharField(max_length=100, null=True, blank=True)
+    reply_to = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.COMPLETE)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    seq = models.PositiveIntegerField(default=0, editable=False, help_text="Order within the session.")
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+        ordering = ["seq"]
+        indexes = [models.Index(fields=["session", "seq"], name="message_by_session")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "client_msg_id"],
+                condition=models.Q(client_msg_id__isnull=False),
+                name="uniq_client_msg_id",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text[:40]}"

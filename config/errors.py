@@ -1,0 +1,131 @@
+"""One error shape for the whole API: ``{"error": {"code", "message"}}``.
+
+Codes are stable snake_case strings that clients branch on; messages are for
+people. Services raise ``ApiError`` (or a subclass); views never build error
+bodies by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import JsonResponse
+from rest_framework import exceptions as drf_exc
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_default_handler
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """A failure the client caused or can act on."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+
+
+class NotFound(ApiError):
+    status = 404
+    code = "not_found"
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_response(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status, json_dumps_params={"ensure_ascii": False})
+
+
+#: Field-level validation codes that are part of the public contract: a
+#: serializer raising ``ValidationError(msg, code=<one of these>)`` makes the
+#: response carry that code. Every other validation failure is
+#: ``invalid_request``. Add a code here when API.md names it.
+FIELD_ERROR_CODES = {
+    "metadata_too_large",
+    "content_too_long",
+    "unknown_type",
+    "invalid_as_of",
+    "invalid_k",
+}
+
+
+def _flatten(detail: Any, prefix: str = "") -> list[str]:
+    if isinstance(detail, dict):
+        out: list[str] = []
+        for key, value in detail.items():
+            name = key if key != "non_field_errors" else ""
+            out.extend(_flatten(value, f"{prefix}{name}." if name else prefix))
+        return out
+    if isinstance(detail, list):
+        out = []
+        for item in detail:
+            out.extend(_flatten(item, prefix))
+        return out
+    return [f"{prefix.rstrip('.')}: {detail}" if prefix else str(detail)]
+
+
+def _first_code(detail: Any) -> str | None:
+    """A field error raised with an explicit code (``ValidationError(msg,
+    code="content_too_long")``) becomes the response code."""
+    if isinstance(detail, dict):
+        for value in detail.values():
+            code = _first_code(value)
+            if code:
+                return code
+    if isinstance(detail, list):
+        for item in detail:
+            code = _first_code(item)
+            if code:
+                return code
+    code = getattr(detail, "code", None)
+    if code in FIELD_ERROR_CODES:
+        return str(code)
+    return None
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.code, exc.message), status=exc.status)
+    if isinstance(exc, drf_exc.ParseError):
+        return Response(error_body("malformed_json", f"The request body is not valid JSON: {exc.detail}"), status=400)
+    if isinstance(exc, drf_exc.UnsupportedMediaType):
+        return Response(error_body("unsupported_media_type", "Send JSON with Content-Type: application/json."), 415)
+    if isinstance(exc, drf_exc.ValidationError):
+        code = _first_code(exc.detail) or "invalid_request"
+        return Response(error_body(code, "; ".join(_flatten(exc.detail))), status=400)
+    if isinstance(exc, drf_exc.NotAuthenticated | drf_exc.AuthenticationFailed):
+        return Response(error_body("authentication_required", "Send 'Authorization: Bearer <api key>'."), status=401)
+    if isinstance(exc, drf_exc.PermissionDenied):
+        return Response(error_body("permission_denied", str(exc.detail)), status=403)
+    if isinstance(exc, drf_exc.NotFound):
+        return Response(error_body("not_found", str(exc.detail)), status=404)
+    if isinstance(exc, drf_exc.MethodNotAllowed):
+        return Response(error_body("method_not_allowed", str(exc.detail)), status=405)
+    if isinstance(exc, drf_exc.Throttled):
+        return Response(error_body("rate_limited", str(exc.detail)), status=429)
+    response = drf_default_handler(exc, context)
+    if response is not None:
+        response.data = error_body("error", str(getattr(exc, "detail", exc)))
+    return response
+
+
+def handler404(request: Any, exception: Exception | None = None) -> JsonResponse:
+    return error_response(404, "not_found", "No such resource.")
+
+
+def handler500(request: Any) -> JsonResponse:
+    return error_response(500, "internal_error", "Something went wrong on our side; it has been logged.")
+
+
+def handler400(request: Any, exception: Exception | None = None) -> JsonResponse:
+    return error_response(400, "bad_request", "The request could not be understood.")

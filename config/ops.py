@@ -1,0 +1,74 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import httpx
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+def _check_database() -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    if row is None:
+        return {"ok": False, "error": "the vector extension is not installed"}
+    return {"ok": True, "pgvector": row[0]}
+
+
+async def _layer_roundtrip() -> None:
+    layer = get_channel_layer()
+    name = await layer.new_channel("readyz.")
+    token = uuid.uuid4().hex
+    await layer.send(name, {"type": "readyz", "token": token})
+    message = await asyncio.wait_for(layer.receive(name), timeout=2.0)
+    if message.get("token") != token:
+        raise RuntimeError("channel layer returned a different message")
+
+
+def _check_channel_layer() -> dict[str, Any]:
+    async_to_sync(_layer_roundtrip)()
+    backend = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+    return {"ok": True, "backend": backend}
+
+
+def _check_ollama() -> dict[str, Any]:
+    response = httpx.get(f"{settings.OLLAMA_HOST.rstrip('/')}/api/tags", timeout=2.0)
+    response.raise_for_status()
+    models = [m.get("name") or m.get("model") for m in response.json().get("models", [])]
+    wanted = settings.OLLAMA_MODEL
+    has_model = any(m == wanted or (m or "").split(":")[0] == wanted for m in models)
+    result: dict[str, Any] = {"ok": has_model, "host": settings.OLLAMA_HOST, "model": wanted}
+    if not has_model:
+        result["error"] = f"model {wanted!r} is not pulled on {settings.OLLAMA_HOST}"
+    return result
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Each dependency reported separately; 200 only when all are ready."""
+    checks: dict[str, Any] = {}
+    probes = (("database", _check_database), ("channel_layer", _check_channel_layer), ("ollama", _check_ollama))
+    for name, check in probes:
+        started = time.perf_counter()
+        try:
+            checks[name] = check()
+        except Exception as exc:  # noqa: BLE001 - a probe reports every failure
+            checks[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        checks[name]["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    ready = all(c["ok"] for c in checks.values())
+    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)

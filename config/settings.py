@@ -1,0 +1,185 @@
+"""memdesk settings — read only from the environment (see .env.example)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import envbool, envfloat, envint, envlist, envstr, envurl
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DATA_DIR = Path(envstr("MEMDESK_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+
+DEBUG = envbool("DJANGO_DEBUG", False)
+
+DATABASE_URL = envurl("DATABASE_URL", None, schemes=("postgres", "postgresql", "postgis"))
+REDIS_URL = envurl("REDIS_URL", None, schemes=("redis", "rediss", "unix"))
+OLLAMA_HOST = envurl("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", "https"))
+OLLAMA_MODEL = envstr("OLLAMA_MODEL", "qwen2.5:7b")
+OLLAMA_TIMEOUT_S = envfloat("OLLAMA_TIMEOUT_S", 60.0, minimum=0.1)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment; in embedded (development) mode it is
+    generated once and kept in the data dir so tokens survive restarts."""
+    raw = os.environ.get("SECRET_KEY", "").strip()
+    if raw:
+        if len(raw) < 32:
+            raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+        return raw
+    if DATABASE_URL is not None and not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set in production (DATABASE_URL is set and DJANGO_DEBUG is off)")
+    path = DATA_DIR / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    return key
+
+
+SECRET_KEY = _secret_key()
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_prometheus",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "tenants",
+    "chat",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tenants.middleware.TenantMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Database: an external PostgreSQL with pgvector when DATABASE_URL is set,
+# otherwise the embedded PostgreSQL 16 + pgvector from the pgserver wheel,
+# started on first connection by the ``config.db`` backend.
+if DATABASE_URL:
+    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60, minimum=0))
+    _db["ENGINE"] = "django.db.backends.postgresql"
+else:
+    _db = {
+        "ENGINE": "config.db",
+        "NAME": "memdesk",
+        "USER": "memdesk",
+        "HOST": "",
+        "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 60, minimum=0),
+    }
+_db.setdefault("CONN_HEALTH_CHECKS", True)
+# Each test run gets its own database so parallel runs on one server never collide.
+_db["TEST"] = {"NAME": f"test_memdesk_{os.getpid()}"}
+DATABASES = {"default": _db}
+EMBEDDED_PG_DIR = DATA_DIR / "pg"
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from here after collectstatic
+
+# Request bodies: refuse anything bigger than this with 413 request_too_large.
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.auth.TenantApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenants.auth.IsTenant"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "memdesk API",
+    "DESCRIPTION": "Multi-tenant customer-service chat with typed, expiring memories.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Chat sessions
+SESSION_TOKEN_TTL_S = envint("SESSION_TOKEN_TTL_S", 24 * 3600, minimum=60)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}
+
+if not DEBUG:
+    SESSION_COOKIE_HTTPONLY = True
+    X_FRAME_OPTIONS = "DENY"

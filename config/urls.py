@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from chat import views as chat_views
+from config import ops
+
+handler400 = "config.errors.handler400"
+handler404 = "config.errors.handler404"
+handler500 = "config.errors.handler500"
+
+api_v1 = [
+    path("sessions", chat_views.SessionListView.as_view(), name="sessions"),
+    path("sessions/<str:session_id>", chat_views.SessionDetailView.as_view(), name="session-detail"),
+    path("sessions/<str:session_id>/close", chat_views.SessionCloseView.as_view(), name="session-close"),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("", include("django_prometheus.urls")),
+]

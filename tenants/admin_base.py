@@ -1,0 +1,85 @@
+"""Admin base classes that keep staff inside their own tenants.
+
+A superuser sees every tenant (the RLS bypass is set for them by the
+middleware). Any other staff user sees only rows of tenants they are a member
+of; owners and admins may change them, agents may only look. Foreign-key
+choices are limited the same way, so nobody can move a row into a tenant they
+do not belong to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db import models
+from django.http import HttpRequest
+
+from tenants.models import Membership
+
+EDIT_ROLES = {Membership.Role.OWNER, Membership.Role.ADMIN}
+
+
+def member_tenant_ids(user: Any, *, roles: set[str] | None = None) -> list[Any]:
+    if not user.is_authenticated or not user.is_active:
+        return []
+    qs = Membership.objects.filter(user=user)
+    if roles is not None:
+        qs = qs.filter(role__in=roles)
+    return list(qs.values_list("tenant_id", flat=True))
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    #: path from this model to its tenant id, e.g. "tenant_id" or "id" for Tenant itself
+    tenant_field = "tenant_id"
+
+    def _scope_filter(self, ids: list[Any]) -> dict[str, Any]:
+        return {f"{self.tenant_field}__in": ids}
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        qs = self.model._default_manager.get_queryset()
+        ordering = self.get_ordering(request)
+        if ordering:
+            qs = qs.order_by(*ordering)
+        if request.user.is_superuser:
+            return qs
+        return qs.filter(**self._scope_filter(member_tenant_ids(request.user)))
+
+    def _allowed(self, request: HttpRequest, obj: Any, roles: set[str] | None) -> bool:
+        if request.user.is_superuser:
+            return True
+        if not request.user.is_staff:
+            return False
+        ids = member_tenant_ids(request.user, roles=roles)
+        if not ids:
+            return False
+        if obj is None:
+            return True
+        return self.model._default_manager.filter(pk=obj.pk, **self._scope_filter(ids)).exists()
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._allowed(request, None, None)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._allowed(request, obj, None)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._allowed(request, obj, EDIT_ROLES)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._allowed(request, None, EDIT_ROLES)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._allowed(request, obj, EDIT_ROLES)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        from tenants.models import Tenant
+
+        if not request.user.is_superuser:
+            ids = member_tenant_ids(request.user, roles=EDIT_ROLES)
+            related = db_field.related_model
+            if related is Tenant:
+                kwargs["queryset"] = Tenant.objects.filter(pk__in=ids)
+            elif hasattr(related, "tenant_id") or any(f.name == "tenant" for f in related._meta.fields):
+                kwargs["queryset"] = related._default_manager.filter(tenant_id__in=ids)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -1,0 +1,103 @@
+"""Request context: who the tenant is, which session, and the RLS scope.
+
+One place sets ``request.tenant`` (from ``Authorization: Bearer <api key>``),
+``request.api_key`` and ``request.chat_session``; views declare what they need
+with ``session_scope`` (``"path"`` or ``"header"``) and the middleware enforces
+``session_id`` with API.md's error codes before the view runs.
+
+The whole request runs inside ``tenant_db_scope``: PostgreSQL row-level
+security then shows only the caller's tenant (an API key), the staff user's
+tenants (admin pages), everything for a superuser, and nothing otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+
+from chat.access import SessionError, resolve_session
+from config.errors import error_response
+from tenants.models import ApiKey, Membership
+from tenants.rls import tenant_db_scope
+
+_TOUCH_EVERY = timedelta(seconds=60)
+
+
+def _view_session_scope(view_func: Any) -> str | None:
+    scope = getattr(view_func, "session_scope", None)
+    if scope is None:
+        view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
+        scope = getattr(view_class, "session_scope", None)
+    return scope
+
+
+class TenantMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.tenant = None
+        request.api_key = None
+        request.chat_session = None
+
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return error_response(
+                413,
+                "request_too_large",
+                f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.",
+            )
+
+        header = request.headers.get("Authorization")
+        if header:
+            scheme, _, credential = header.partition(" ")
+            if scheme.lower() != "bearer" or not credential.strip():
+                return error_response(401, "invalid_authorization", "Use 'Authorization: Bearer <api key>'.")
+            key = ApiKey.authenticate(credential.strip())
+            if key is None:
+                return error_response(401, "invalid_api_key", "The API key is unknown or revoked.")
+            request.tenant = key.tenant
+            request.api_key = key
+            self._touch(key)
+
+        tenants, bypass = self._rls_scope(request)
+        with tenant_db_scope(tenants, bypass=bypass):
+            return self.get_response(request)
+
+    @staticmethod
+    def _touch(key: ApiKey) -> None:
+        now = timezone.now()
+        if key.last_used_at is None or now - key.last_used_at > _TOUCH_EVERY:
+            ApiKey.objects.for_tenant(key.tenant_id).filter(pk=key.pk).update(last_used_at=now)
+
+    @staticmethod
+    def _rls_scope(request: HttpRequest) -> tuple[list[Any], bool]:
+        if request.tenant is not None:
+            return [request.tenant.pk], False
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated or not user.is_active or not user.is_staff:
+            return [], False
+        if user.is_superuser:
+            return [], True
+        ids = list(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
+        return ids, False
+
+    def process_view(
+        self, request: HttpRequest, view_func: Any, view_args: tuple, view_kwargs: dict[str, Any]
+    ) -> HttpResponse | None:
+        scope = _view_session_scope(view_func)
+        if scope is None:
+            return None
+        if request.tenant is None:
+            return error_response(401, "authentication_required", "Send 'Authorization: Bearer <api key>'.")
+        raw = view_kwargs.get("session_id") if scope == "path" else request.headers.get("X-Session-ID")
+        try:
+            request.chat_session = resolve_session(request.tenant, raw)
+        except SessionError as exc:
+            return error_response(exc.status, exc.code, exc.message)
+        return None

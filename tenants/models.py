@@ -1,0 +1,143 @@
+"""Tenants, their staff, API keys and end users."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+
+from tenants.scoping import TenantManager
+
+API_KEY_PREFIX = "mdk_live_"
+
+
+def _new_signing_secret() -> str:
+    return "whsec_" + secrets.token_urlsafe(32)
+
+
+class Tenant(models.Model):
+    """A customer of memdesk. Not itself tenant-scoped: it is the scope."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(
+        max_length=50,
+        unique=True,
+        validators=[RegexValidator(r"^[a-z0-9][a-z0-9-]*$", "lowercase letters, digits and dashes")],
+    )
+    name = models.CharField(max_length=200)
+    agent_role = models.TextField(
+        blank=True,
+        default="",
+        help_text="Role text for the agent's system prompt; empty uses memdesk's default role.",
+    )
+    allowed_origins = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Origins allowed to embed the chat widget, e.g. ["https://shop.example.com"].',
+    )
+    language = models.CharField(max_length=10, default="zh", choices=[("zh", "中文"), ("en", "English")])
+    settings = models.JSONField(default=dict, blank=True)
+    signing_secret = models.CharField(max_length=100, default=_new_signing_secret, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        ADMIN = "admin", "Admin"
+        AGENT = "agent", "Agent"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.AGENT)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="uniq_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant} ({self.role})"
+
+
+def hash_api_key(plain: str) -> str:
+    """HMAC-SHA256 of the key with SECRET_KEY: the plain key is never stored."""
+    return hmac.new(settings.SECRET_KEY.encode(), plain.encode(), hashlib.sha256).hexdigest()
+
+
+class ApiKey(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, default="default")
+    prefix = models.CharField(max_length=24, editable=False, db_index=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"
+
+    @classmethod
+    def issue(cls, tenant: Tenant, name: str = "default") -> tuple[ApiKey, str]:
+        """Create a key; returns the row and the plain key, shown once."""
+        plain = API_KEY_PREFIX + secrets.token_urlsafe(32)
+        key = cls.objects.create(
+            tenant=tenant, name=name, prefix=plain[: len(API_KEY_PREFIX) + 6], key_hash=hash_api_key(plain)
+        )
+        return key, plain
+
+    @classmethod
+    def authenticate(cls, plain: str) -> ApiKey | None:
+        """The live key matching ``plain``; the lookup is by HMAC, then
+        compared in constant time."""
+        if not plain.startswith(API_KEY_PREFIX):
+            return None
+        digest = hash_api_key(plain)
+        key = (
+            cls.objects.unscoped(reason="authentication: the key names its tenant")
+            .select_related("tenant")
+            .filter(key_hash=digest, revoked_at__isnull=True)
+            .first()
+        )
+        if key is None or not hmac.compare_digest(key.key_hash, digest):
+            return None
+        return key
+
+
+class EndUser(models.Model):
+    """A tenant's customer, known by the tenant's own id for them."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="end_users")
+    external_id = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+        constraints = [models.UniqueConstraint(fields=["tenant", "external_id"], name="uniq_end_user")]
+
+    def __str__(self) -> str:
+        return self.external_id

@@ -1,0 +1,76 @@
+"""The cast every test can use: two tenants, each with an API client, staff
+with roles, and an outsider who must always be refused."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@dataclass
+class TenantCtx:
+    tenant: Any
+    api_key: str
+    client: Any
+
+
+def _make_tenant(slug: str, language: str = "zh") -> TenantCtx:
+    from rest_framework.test import APIClient
+
+    from tenants.services import do_create_tenant
+
+    provisioned = do_create_tenant(slug, slug.title(), language=language)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {provisioned.api_key}")
+    return TenantCtx(tenant=provisioned.tenant, api_key=provisioned.api_key, client=client)
+
+
+@pytest.fixture
+def acme(db: Any) -> TenantCtx:
+    return _make_tenant("acme")
+
+
+@pytest.fixture
+def globex(db: Any) -> TenantCtx:
+    """The other tenant: nothing of acme's may ever reach it."""
+    return _make_tenant("globex", language="en")
+
+
+@pytest.fixture
+def anon_client() -> Any:
+    from rest_framework.test import APIClient
+
+    return APIClient()
+
+
+def open_session(ctx: TenantCtx, end_user_id: str = "user-1", **extra: Any) -> dict[str, Any]:
+    response = ctx.client.post("/api/v1/sessions", {"end_user_id": end_user_id, **extra}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+@pytest.fixture
+def staff(db: Any, acme: TenantCtx, globex: TenantCtx) -> dict[str, Any]:
+    """acme's owner and agent, and an outsider who is staff of globex only."""
+    from django.contrib.auth import get_user_model
+
+    from tenants.models import Membership
+
+    User = get_user_model()  # noqa: N806
+    users = {}
+    for name, tenant, role in (
+        ("owner_a", acme.tenant, Membership.Role.OWNER),
+        ("agent_a", acme.tenant, Membership.Role.AGENT),
+        ("outsider", globex.tenant, Membership.Role.OWNER),
+    ):
+        user = User.objects.create_user(name, password="pw-" + name + "-123", is_staff=True)
+        Membership.objects.create(user=user, tenant=tenant, role=role)
+        users[name] = user
+    users["root"] = User.objects.create_superuser("root", password="pw-root-123")
+    return users

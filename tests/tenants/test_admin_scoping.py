@@ -1,0 +1,84 @@
+"""Staff see and edit only their own tenants' rows in the admin."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from chat.sessions import do_open_session
+from tenants.rls import tenant_scope
+
+
+@pytest.fixture
+def sessions(acme, globex):
+    with tenant_scope(acme.tenant):
+        a = do_open_session(acme.tenant, "alice-of-acme", {}).session
+    with tenant_scope(globex.tenant):
+        g = do_open_session(globex.tenant, "gina-of-globex", {}).session
+    return a, g
+
+
+def _login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_owner_sees_only_own_tenant_sessions(staff, sessions):
+    a, g = sessions
+    page = _login(staff["owner_a"]).get("/admin/chat/chatsession/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert str(a.pk) in html
+    assert str(g.pk) not in html
+
+
+def test_outsider_cannot_open_another_tenants_session(staff, sessions):
+    a, _ = sessions
+    client = _login(staff["outsider"])
+    response = client.get(f"/admin/chat/chatsession/{a.pk}/change/")
+    # the admin redirects to its index for an object it cannot see
+    assert response.status_code in (302, 403, 404)
+    listing = _login(staff["outsider"]).get("/admin/chat/chatsession/").content.decode()
+    assert f"/admin/chat/chatsession/{a.pk}/change/" not in listing
+    assert "alice-of-acme" not in listing
+
+
+def test_outsider_does_not_see_other_end_users_or_tenants(staff, sessions):
+    client = _login(staff["outsider"])
+    users = client.get("/admin/tenants/enduser/").content.decode()
+    assert "gina-of-globex" in users
+    assert "alice-of-acme" not in users
+    tenants = client.get("/admin/tenants/tenant/").content.decode()
+    assert "globex" in tenants
+    assert "/admin/tenants/tenant/" + str(staff["owner_a"].memberships.get().tenant_id) not in tenants
+
+
+def test_agent_may_view_but_not_change(staff, sessions):
+    a, _ = sessions
+    client = _login(staff["agent_a"])
+    assert client.get(f"/admin/chat/chatsession/{a.pk}/change/").status_code == 200
+    response = client.post(
+        f"/admin/chat/chatsession/{a.pk}/change/",
+        {"status": "closed", "metadata": "{}", "last_activity_at_0": "2026-01-01", "last_activity_at_1": "00:00:00"},
+    )
+    assert response.status_code == 403
+
+
+def test_superuser_sees_every_tenant(staff, sessions):
+    a, g = sessions
+    html = _login(staff["root"]).get("/admin/chat/chatsession/").content.decode()
+    assert str(a.pk) in html
+    assert str(g.pk) in html
+
+
+def test_admin_creating_an_api_key_shows_it_once(staff, acme):
+    from tenants.models import ApiKey
+
+    client = _login(staff["owner_a"])
+    response = client.post("/admin/tenants/apikey/add/", {"tenant": str(acme.tenant.pk), "name": "ci"}, follow=True)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "shown once" in html
+    key = ApiKey.objects.for_tenant(acme.tenant).get(name="ci")
+    assert key.prefix in html

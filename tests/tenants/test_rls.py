@@ -1,0 +1,76 @@
+"""The second wall: PostgreSQL row-level security holds against raw SQL."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from chat.sessions import do_open_session
+from tenants.rls import operator_scope, tenant_db_scope, tenant_scope
+from tenants.scoping import UnscopedQueryError
+
+
+def _raw_count(table: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {table}")  # noqa: S608 - fixed table names
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def two_tenants_with_sessions(acme, globex):
+    with tenant_scope(acme.tenant):
+        do_open_session(acme.tenant, "alice", {})
+        do_open_session(acme.tenant, "bob", {})
+    with tenant_scope(globex.tenant):
+        do_open_session(globex.tenant, "alice", {})
+    return acme, globex
+
+
+@pytest.mark.parametrize("table", ["chat_chatsession", "tenants_enduser"])
+def test_raw_sql_without_the_setting_sees_nothing(two_tenants_with_sessions, table):
+    assert _raw_count(table) == 0
+
+
+def test_raw_sql_sees_only_the_scoped_tenant(two_tenants_with_sessions):
+    acme, globex = two_tenants_with_sessions
+    with tenant_scope(acme.tenant):
+        assert _raw_count("chat_chatsession") == 2
+    with tenant_scope(globex.tenant):
+        assert _raw_count("chat_chatsession") == 1
+    with tenant_db_scope([acme.tenant, globex.tenant]):
+        assert _raw_count("chat_chatsession") == 3
+    with operator_scope():
+        assert _raw_count("chat_chatsession") == 3
+    # and the setting ends with the scope
+    assert _raw_count("chat_chatsession") == 0
+
+
+def test_raw_insert_into_another_tenant_is_refused(two_tenants_with_sessions):
+    from django.db import DatabaseError, transaction
+
+    acme, globex = two_tenants_with_sessions
+    with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic(), tenant_scope(acme.tenant):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO tenants_enduser (id, tenant_id, external_id, created_at) "
+                "VALUES (gen_random_uuid(), %s, 'intruder', now())",
+                [str(globex.tenant.pk)],
+            )
+
+
+def test_app_role_is_not_a_superuser(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False, False)
+
+
+def test_orm_refuses_unscoped_queries(two_tenants_with_sessions):
+    from chat.models import ChatSession
+    from tenants.models import EndUser
+
+    with pytest.raises(UnscopedQueryError):
+        list(ChatSession.objects.all())
+    with pytest.raises(UnscopedQueryError):
+        EndUser.objects.filter(external_id="alice").count()
+    with pytest.raises(UnscopedQueryError):
+        EndUser.objects.create(external_id="nobody")
