@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "django_prometheus",
     "rest_framework",
     "drf_spectacular",

@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from chat import views as chat_views
 from config import ops
+from memory import views as memory_views
 
 handler400 = "config.errors.handler400"
 handler404 = "config.errors.handler404"
@@ -13,6 +14,11 @@ api_v1 = [
     path("sessions", chat_views.SessionListView.as_view(), name="sessions"),
     path("sessions/<str:session_id>", chat_views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/close", chat_views.SessionCloseView.as_view(), name="session-close"),
+    path("memories", memory_views.MemoryListView.as_view(), name="memories"),
+    path("memories/recall", memory_views.MemoryRecallView.as_view(), name="memory-recall"),
+    path("memories/<str:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
+    path("memories/<str:memory_id>/expire", memory_views.MemoryExpireView.as_view(), name="memory-expire"),
+    path("memories/<str:memory_id>/feedback", memory_views.MemoryFeedbackView.as_view(), name="memory-feedback"),
 ]
 
 urlpatterns = [

@@ -1,0 +1,161 @@
+"""MemoryUnit — a typed, compressed, expiring memory — and its audit trail.
+
+Lifespan (seed S4/S5): a memory is valid at ``as_of`` when
+``created_at <= as_of < expires_at``. Replacing a keyed memory does not
+overwrite it: the old row's ``expires_at`` is cut to the moment of
+replacement, ``superseded_at``/``superseded_by`` point at the new row, and a
+recall ``as_of`` a past moment still sees what was true then.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from pgvector.django import VectorField
+
+from chat.models import ChatSession, Message
+from tenants.models import EndUser, Tenant
+from tenants.scoping import TenantManager
+
+EMBEDDING_DIM = 384
+MAX_CONTENT = 150
+MIN_SCORE, MAX_SCORE, START_SCORE = 0.1, 2.0, 1.0
+DEFAULT_EXPIRES_IN = 86400
+_NIL_UUID = uuid.UUID(int=0)
+
+
+class MemoryType(models.TextChoices):
+    USER_PROFILE = "user_profile", "User profile"
+    SESSION_STATE = "session_state", "Session state"
+    TOOL_RESULT = "tool_result", "Tool result"
+    FACT_REFERENCE = "fact_reference", "Fact reference"
+    BATCH_OPERATION = "batch_operation", "Batch operation"
+
+
+#: Types that belong to one session; the others belong to the end user.
+SESSION_TYPES = frozenset({MemoryType.SESSION_STATE.value, MemoryType.BATCH_OPERATION.value})
+
+
+class MemoryUnit(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="memories")
+    session = models.ForeignKey(
+        ChatSession, null=True, blank=True, on_delete=models.CASCADE, related_name="memories",
+        help_text="Set only for session-scoped types (session_state, batch_operation).",
+    )  # fmt: skip
+    type = models.CharField(max_length=20, choices=MemoryType.choices)
+    key = models.CharField(max_length=100, null=True, blank=True)
+    content = models.CharField(max_length=MAX_CONTENT)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    updated_at = models.DateTimeField(default=timezone.now)
+    relevance_score = models.FloatField(default=START_SCORE)
+    use_count = models.PositiveIntegerField(default=0)
+    ignore_count = models.PositiveIntegerField(default=0)
+    mislead_count = models.PositiveIntegerField(default=0)
+    confirm_count = models.PositiveIntegerField(default=0)
+    recall_count = models.PositiveIntegerField(default=0)
+    source_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source_role = models.CharField(max_length=10, blank=True, default="")
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    embedding_model = models.CharField(max_length=60, blank=True, default="")
+    search_text = models.TextField(blank=True, default="")
+    search_vector = SearchVectorField(null=True)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+        indexes = [
+            # Recall scans one end user's (or one session's) rows exactly; see docs/memory.md.
+            models.Index(fields=["tenant", "end_user", "expires_at"], name="mem_scope_user"),
+            models.Index(fields=["session", "expires_at"], name="mem_scope_session"),
+            models.Index(fields=["tenant", "expires_at"], name="mem_tenant_expiry"),
+            GinIndex(fields=["search_vector"], name="mem_search_vector"),
+        ]
+        constraints = [
+            # One live memory per key and scope: the guard behind the upsert.
+            models.UniqueConstraint(
+                "tenant",
+                "end_user",
+                "type",
+                "key",
+                Coalesce("session", models.Value(_NIL_UUID, output_field=models.UUIDField())),
+                condition=models.Q(key__isnull=False, superseded_at__isnull=True),
+                name="mem_one_live_per_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(relevance_score__gte=MIN_SCORE, relevance_score__lte=MAX_SCORE),
+                name="mem_score_range",
+            ),
+            models.CheckConstraint(condition=models.Q(expires_at__gte=models.F("created_at")), name="mem_expiry_after"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.type}] {self.content[:60]}"
+
+    @property
+    def expires_in(self) -> int:
+        return int((self.expires_at - self.created_at).total_seconds())
+
+    def is_valid_at(self, as_of: datetime) -> bool:
+        return self.created_at <= as_of < self.expires_at
+
+
+class MemoryEvent(models.Model):
+    """Audit trail: one row per change or use of a memory; outlives the memory."""
+
+    class Kind(models.TextChoices):
+        CREATE = "create"
+        REPLACE = "replace"
+        EDIT = "edit"
+        USE = "use"
+        IGNORE = "ignore"
+        MISLEAD = "mislead"
+        CONFIRM = "confirm"
+        EXPIRE = "expire"
+        EXTEND = "extend"
+        RESTORE = "restore"
+        DELETE = "delete"
+
+    class Actor(models.TextChoices):
+        SYSTEM = "system"
+        END_USER = "end_user"
+        TENANT_API = "tenant_api"
+        STAFF = "staff"
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+")
+    memory_id = models.UUIDField(db_index=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    actor = models.CharField(max_length=12, choices=Actor.choices)
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    note = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor} at {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -57,3 +57,9 @@ class TenantManager(models.Manager):
         if kwargs.get("tenant") is None and kwargs.get("tenant_id") is None:
             raise UnscopedQueryError(f"{self.model.__name__}.objects.create needs a tenant")
         return self._base().create(**kwargs)
+
+    def bulk_create(self, objs: Iterable[Any], **kwargs: Any) -> list[Any]:
+        objs = list(objs)
+        if any(getattr(obj, "tenant_id", None) is None for obj in objs):
+            raise UnscopedQueryError(f"{self.model.__name__}.objects.bulk_create: every row needs a tenant")
+        return self._base().bulk_create(objs, **kwargs)

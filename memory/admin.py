@@ -1,0 +1,193 @@
+"""Staff audit of memories: filter, search, edit with validation, expire,
+extend, delete — every change through ``memory.services`` with the staff
+user as the actor, and each memory's full history inline."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from config.errors import ApiError
+from memory import services
+from memory.models import MAX_CONTENT, MemoryEvent, MemoryUnit
+from tenants.admin_base import TenantScopedAdmin
+
+
+class ExpiredFilter(admin.SimpleListFilter):
+    title = "expired"
+    parameter_name = "expired"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "Valid now"), ("yes", "Expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        now = timezone.now()
+        if self.value() == "yes":
+            return queryset.filter(expires_at__lte=now)
+        if self.value() == "no":
+            return queryset.filter(created_at__lte=now, expires_at__gt=now)
+        return queryset
+
+
+class ScoreFilter(admin.SimpleListFilter):
+    title = "relevance score"
+    parameter_name = "score"
+    RANGES = {"low": (0.0, 0.7), "mid": (0.7, 1.2), "high": (1.2, 2.01)}
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("low", "< 0.7 (asks to confirm)"), ("mid", "0.7 – 1.2"), ("high", "≥ 1.2")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() in self.RANGES:
+            low, high = self.RANGES[self.value()]
+            return queryset.filter(relevance_score__gte=low, relevance_score__lt=high)
+        return queryset
+
+
+class MemoryForm(forms.ModelForm):
+    expires_at = forms.DateTimeField(help_text="UTC")
+
+    class Meta:
+        model = MemoryUnit
+        fields = ("content", "data", "expires_at")
+        widgets = {"content": forms.Textarea(attrs={"rows": 3, "maxlength": MAX_CONTENT})}
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        content = cleaned.get("content")
+        if content is not None:
+            try:
+                services.check_memory_input(type=self.instance.type, content=content, key=self.instance.key)
+            except ApiError as exc:
+                self.add_error("content", exc.message)
+        expires_at = cleaned.get("expires_at")
+        if expires_at is not None and expires_at <= self.instance.created_at:
+            self.add_error("expires_at", "must be after the memory was created")
+        return cleaned
+
+
+@admin.register(MemoryUnit)
+class MemoryUnitAdmin(TenantScopedAdmin):
+    form = MemoryForm
+    list_display = (
+        "content", "type", "key", "end_user", "session", "score", "created_at", "expires_at", "is_expired",
+    )  # fmt: skip
+    list_filter = ("tenant", "type", ExpiredFilter, ScoreFilter)
+    search_fields = ("content", "key", "end_user__external_id", "=session__id")
+    list_select_related = ("end_user", "session", "tenant")
+    readonly_fields = (
+        "id", "tenant", "end_user", "session", "type", "key", "relevance_score", "created_at", "superseded_at",
+        "superseded_by", "source_message", "use_count", "ignore_count", "mislead_count", "confirm_count", "history",
+    )  # fmt: skip
+    actions = ("expire_now", "extend_24h", "delete_memories")
+    list_per_page = 50
+
+    def get_list_filter(self, request: HttpRequest) -> tuple:
+        # end user and session filters come from the changelist query string
+        # (?end_user__external_id=… / ?session__id=…), which the admin allows
+        # because those lookups are in search_fields' relations.
+        return self.list_filter
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        if lookup in {"end_user__external_id", "session__id", "end_user__id"}:
+            return True
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.display(description="score", ordering="relevance_score")
+    def score(self, obj: MemoryUnit) -> str:
+        return f"{obj.relevance_score:.2f}"
+
+    @admin.display(boolean=True, description="expired")
+    def is_expired(self, obj: MemoryUnit) -> bool:
+        return not obj.is_valid_at(timezone.now())
+
+    @admin.display(description="history")
+    def history(self, obj: MemoryUnit) -> str:
+        from django.utils.html import format_html_join
+
+        events = MemoryEvent.objects.for_tenant(obj.tenant_id).filter(memory_id=obj.pk).order_by("created_at", "id")
+        return (
+            format_html_join(
+                "",
+                "<div>{} — <b>{}</b> by {}{}: {} → {}</div>",
+                (
+                    (
+                        e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                        e.kind,
+                        e.actor,
+                        f" ({e.actor_user})" if e.actor_user_id else "",
+                        (e.before or {}).get("content", e.before) if e.before else "–",
+                        (e.after or {}).get("content", e.after) if e.after else "–",
+                    )
+                    for e in events
+                ),
+            )
+            or "–"
+        )
+
+    def save_model(self, request: HttpRequest, obj: MemoryUnit, form: Any, change: bool) -> None:
+        """Staff edits go through the service (validation, embedding, event)."""
+        original = MemoryUnit.objects.for_tenant(obj.tenant_id).get(pk=obj.pk)
+        expires_in = None
+        if original.expires_at != obj.expires_at:
+            expires_in = int((obj.expires_at - original.created_at).total_seconds())
+        services.do_edit_memory(
+            obj.tenant, original, content=obj.content, data=obj.data, expires_in=expires_in,
+            actor=services.Actor.staff(request.user),
+        )  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # memories are written by the runtime and the API
+
+    def _each(self, request: HttpRequest, queryset: QuerySet, fn: Any, verb: str) -> None:
+        count = 0
+        for memory in queryset.select_related("tenant", "end_user"):
+            fn(memory)
+            count += 1
+        self.message_user(request, f"{count} memor{'y' if count == 1 else 'ies'} {verb}.", messages.SUCCESS)
+
+    @admin.action(description="Expire now")
+    def expire_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = services.Actor.staff(request.user)
+        self._each(request, queryset, lambda m: services.do_expire_memory(m.tenant, m, actor=actor), "expired")
+
+    @admin.action(description="Extend 24 h")
+    def extend_24h(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = services.Actor.staff(request.user)
+        seconds = int(timedelta(hours=24).total_seconds())
+        self._each(
+            request, queryset, lambda m: services.do_extend_memory(m.tenant, m, seconds, actor=actor), "extended"
+        )
+
+    @admin.action(description="Delete (history is kept)")
+    def delete_memories(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = services.Actor.staff(request.user)
+        self._each(request, queryset, lambda m: services.do_delete_memory(m.tenant, m, actor=actor), "deleted")
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(TenantScopedAdmin):
+    list_display = ("created_at", "kind", "actor", "actor_user", "memory_id", "end_user", "note")
+    list_filter = ("tenant", "kind", "actor")
+    search_fields = ("=memory_id", "note", "end_user__external_id")
+    readonly_fields = ("tenant", "end_user", "memory_id", "kind", "actor", "actor_user", "before", "after", "note")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,257 @@
+"""Three-stage recall (seed S7), the one implementation used by the API, the
+chat runtime and the benchmarks.
+
+1. **Rule stage** — the query names a key (「查我的订单」 → ``order_id``,
+   「进度如何」 → the batch progress): exact lookups, no model.
+2. **Candidate stage** — hybrid: pgvector cosine distance on the query
+   rewritten by intent, and PostgreSQL full-text search on jieba-segmented
+   text, fused by weighted reciprocal rank (weights from settings, chosen by
+   measurement in ``bench/locomo_recall.py``).
+3. **TTL filter and rerank** — validity (``created_at <= as_of < expires_at``)
+   and scope are filtered inside the SQL; candidates are reranked by
+   ``relevance_score``. When the best score is below 0.7 the caller must ask
+   the user to confirm instead of guessing.
+
+Why no HNSW index here: pgvector 0.6 applies ``WHERE`` filters after the
+HNSW scan, so a per-end-user filter silently returns too few rows. Recall
+reads one end user's (or one session's) rows — tens to hundreds — through a
+B-tree index and computes exact distances on them (a ``MATERIALIZED`` CTE
+keeps the planner from choosing an approximate index). Correct by
+construction, and fast at that size (bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from chat.access import require_session_id
+from chat.models import ChatSession
+from memory import embeddings
+from memory.models import SESSION_TYPES, MemoryType, MemoryUnit
+from memory.services import mark_recalled, scope_q, valid_q
+from memory.text import TS_CONFIG, query_terms
+from tenants.models import Tenant
+from tenants.rls import tenant_scope
+
+CONFIRM_BELOW = 0.7
+MAX_K = 50
+
+DEFAULT_TUNING = {
+    "w_vector": 1.0,
+    "w_lexical": 1.0,
+    "rrf_k": 60,
+    "candidates": 50,
+    "min_similarity": 0.2,
+}
+
+
+@dataclass
+class RecallHit:
+    memory: MemoryUnit
+    stage: str  # "rule" | "vector"
+    similarity: float
+    score: float
+    fused: float = 0.0
+
+
+@dataclass
+class RecallResult:
+    hits: list[RecallHit]
+    needs_confirmation: bool
+    timings_ms: dict[str, float]
+    rewritten_query: str | None = None
+    rule_keys: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def memories(self) -> list[MemoryUnit]:
+        return [h.memory for h in self.hits]
+
+
+def tuning() -> dict[str, float]:
+    return {**DEFAULT_TUNING, **getattr(settings, "MEMDESK_RECALL", {})}
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_of: datetime) -> list[RecallHit]:
+    if not keys:
+        return []
+    types = {k for k in keys if k in MemoryType.values}
+    plain_keys = [k for k in keys if k not in MemoryType.values]
+    base = MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session)).filter(valid_q(as_of))
+    found: list[MemoryUnit] = []
+    if plain_keys:
+        found += list(base.filter(key__in=plain_keys).select_related("end_user").order_by("-created_at"))
+    for mtype in sorted(types):
+        latest = base.filter(type=mtype).select_related("end_user").order_by("-updated_at", "-created_at").first()
+        if latest is not None:
+            found.append(latest)
+    seen: set[Any] = set()
+    hits = []
+    for memory in found:
+        if memory.pk in seen:
+            continue
+        seen.add(memory.pk)
+        hits.append(RecallHit(memory=memory, stage="rule", similarity=1.0, score=memory.relevance_score))
+    return hits
+
+
+_CANDIDATE_SQL = """
+WITH scoped AS MATERIALIZED (
+    SELECT id, embedding, search_vector
+    FROM memory_memoryunit
+    WHERE tenant_id = %(tenant)s
+      AND ((type = ANY(%(session_types)s) AND session_id = %(session)s)
+           OR (type <> ALL(%(session_types)s) AND end_user_id = %(end_user)s))
+      AND created_at <= %(as_of)s AND expires_at > %(as_of)s
+),
+vec AS (
+    SELECT id, 1 - (embedding <=> %(qvec)s::vector) AS sim,
+           row_number() OVER (ORDER BY embedding <=> %(qvec)s::vector, id) AS rnk
+    FROM scoped WHERE embedding IS NOT NULL
+    ORDER BY embedding <=> %(qvec)s::vector, id
+    LIMIT %(n)s
+),
+lex AS (
+    SELECT id, {coverage} AS coverage,
+           row_number() OVER (ORDER BY ts_rank_cd(search_vector, {tsquery}) DESC, id) AS rnk
+    FROM scoped WHERE search_vector @@ {tsquery}
+    ORDER BY ts_rank_cd(search_vector, {tsquery}) DESC, id
+    LIMIT %(n)s
+)
+SELECT COALESCE(vec.id, lex.id) AS id, vec.sim, vec.rnk, lex.coverage, lex.rnk
+FROM vec FULL OUTER JOIN lex ON vec.id = lex.id
+"""
+
+
+def _candidate_sql(n_terms: int) -> str:
+    if n_terms == 0:
+        tsquery = "NULL::tsquery"
+        coverage = "0.0"
+    else:
+        parts = [f"plainto_tsquery('{TS_CONFIG}', %(t{i})s)" for i in range(n_terms)]
+        tsquery = "(" + " || ".join(parts) + ")"
+        hits = " + ".join(f"(CASE WHEN search_vector @@ {p} THEN 1 ELSE 0 END)" for p in parts)
+        denominator = " + ".join(f"(CASE WHEN numnode({p}) > 0 THEN 1 ELSE 0 END)" for p in parts)
+        coverage = f"(({hits})::float / GREATEST(1, {denominator}))"
+    return _CANDIDATE_SQL.format(tsquery=tsquery, coverage=coverage)
+
+
+def _vector_literal(vector: Any) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+
+
+def _candidate_stage(
+    tenant: Tenant, session: ChatSession, query_text: str, terms: list[str], as_of: datetime, k: int
+) -> tuple[list[RecallHit], float]:
+    knobs = tuning()
+    start = time.perf_counter()
+    qvec = embeddings.embed_one(query_text, model=embeddings.model_for_type("default"))
+    embed_ms = _ms(start)
+    params: dict[str, Any] = {
+        "tenant": tenant.pk,
+        "session": session.pk,
+        "end_user": session.end_user_id,
+        "session_types": list(SESSION_TYPES),
+        "as_of": as_of,
+        "qvec": _vector_literal(qvec),
+        "n": int(knobs["candidates"]),
+    }
+    for i, term in enumerate(terms):
+        params[f"t{i}"] = term
+    with connection.cursor() as cursor:
+        cursor.execute(_candidate_sql(len(terms)), params)
+        rows = cursor.fetchall()
+    rrf_k = float(knobs["rrf_k"])
+    scored: list[tuple[float, Any, float]] = []
+    for memory_id, sim, vrank, coverage, lrank in rows:
+        sim = float(sim) if sim is not None else 0.0
+        coverage = float(coverage) if coverage is not None else 0.0
+        fused = 0.0
+        if vrank is not None and sim >= knobs["min_similarity"]:
+            fused += knobs["w_vector"] / (rrf_k + vrank)
+        if lrank is not None:
+            fused += knobs["w_lexical"] / (rrf_k + lrank)
+        if fused <= 0:
+            continue
+        confidence = max(sim, coverage)
+        scored.append((fused, memory_id, confidence))
+    scored.sort(key=lambda row: (-row[0], str(row[1])))
+    top = scored[: max(k * 3, k)]
+    memories = {
+        m.pk: m
+        for m in MemoryUnit.objects.for_tenant(tenant).select_related("end_user").filter(pk__in=[r[1] for r in top])
+    }
+    hits = [
+        RecallHit(
+            memory=memories[mid],
+            stage="vector",
+            similarity=round(min(1.0, confidence), 4),
+            score=round(min(1.0, confidence) * memories[mid].relevance_score, 4),
+            fused=fused,
+        )
+        for fused, mid, confidence in top
+        if mid in memories
+    ]
+    return hits, embed_ms
+
+
+@require_session_id
+def recall(
+    tenant: Tenant,
+    session: ChatSession,
+    query: str,
+    *,
+    as_of: datetime | None = None,
+    k: int = 5,
+    record: bool = True,
+) -> RecallResult:
+    """Memories for ``query`` visible to ``session`` and valid at ``as_of``."""
+    from memory.rewrite import rewrite_query, rule_keys
+
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be between 1 and {MAX_K}")
+    as_of = as_of or timezone.now()
+    timings: dict[str, float] = {}
+    total_start = time.perf_counter()
+    with tenant_scope(tenant):
+        start = time.perf_counter()
+        keys = tuple(rule_keys(query))
+        rule_hits = _rule_stage(tenant, session, keys, as_of)
+        timings["rule"] = _ms(start)
+
+        start = time.perf_counter()
+        rewrite = rewrite_query(query)
+        terms = list(dict.fromkeys(query_terms(query) + query_terms(rewrite.text)))[:16]
+        candidates, embed_ms = _candidate_stage(tenant, session, rewrite.text, terms, as_of, k)
+        timings["vector"] = _ms(start)
+        timings["embed"] = embed_ms
+
+        start = time.perf_counter()
+        rule_ids = {h.memory.pk for h in rule_hits}
+        # Rerank: relevance_score scales the fused rank; rule hits stay first.
+        candidates = [h for h in candidates if h.memory.pk not in rule_ids]
+        candidates.sort(key=lambda h: (-(h.fused * h.memory.relevance_score), str(h.memory.pk)))
+        rule_hits.sort(key=lambda h: -h.memory.relevance_score)
+        hits = (rule_hits + candidates)[:k]
+        needs_confirmation = bool(hits) and max(h.score for h in hits) < CONFIRM_BELOW
+        if record:
+            mark_recalled(tenant, [h.memory.pk for h in hits])
+        timings["rerank"] = _ms(start)
+    timings["total"] = _ms(total_start)
+    return RecallResult(
+        hits=hits,
+        needs_confirmation=needs_confirmation,
+        timings_ms=timings,
+        rewritten_query=rewrite.text if rewrite.text != query else None,
+        rule_keys=keys,
+    )

@@ -1,0 +1,473 @@
+"""The memory store: every write, edit, use and expiry goes through here.
+
+Views, the admin, the chat runtime and the benchmarks all call these
+functions; each mutation writes its ``MemoryEvent`` in the same transaction.
+``tenant`` (and ``session`` where the scope needs it) are explicit arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.contrib.postgres.search import SearchVector
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Greatest, Least
+from django.utils import timezone
+from pydantic import ValidationError
+
+from chat.access import require_session_id
+from chat.models import ChatSession, Message
+from config.errors import ApiError, NotFound
+from memory import embeddings
+from memory.models import (
+    MAX_CONTENT,
+    MAX_SCORE,
+    MIN_SCORE,
+    SESSION_TYPES,
+    MemoryEvent,
+    MemoryUnit,
+)
+from memory.schema import MemoryUnitIn
+from memory.text import TS_CONFIG, document_text
+from tenants.models import Tenant
+from tenants.rls import tenant_scope
+
+Kind = MemoryEvent.Kind
+FEEDBACK_DELTAS = {"used": 0.1, "ignored": -0.3, "misled": -0.3, "confirmed": 0.0}
+FEEDBACK_KINDS = {"used": Kind.USE, "ignored": Kind.IGNORE, "misled": Kind.MISLEAD, "confirmed": Kind.CONFIRM}
+_COUNTERS = {"used": "use_count", "ignored": "ignore_count", "misled": "mislead_count", "confirmed": "confirm_count"}
+
+
+class MemoryNotFound(NotFound):
+    code = "memory_not_found"
+
+
+class InvalidMemory(ApiError):
+    code = "invalid_memory"
+
+
+@dataclass(frozen=True)
+class Actor:
+    kind: str = MemoryEvent.Actor.SYSTEM
+    user: Any = None
+
+    @classmethod
+    def staff(cls, user: Any) -> Actor:
+        return cls(MemoryEvent.Actor.STAFF, user)
+
+
+SYSTEM = Actor()
+TENANT_API = Actor(MemoryEvent.Actor.TENANT_API)
+END_USER = Actor(MemoryEvent.Actor.END_USER)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    memory: MemoryUnit
+    outcome: str  # "created" | "replaced" | "refreshed"
+    replaced: MemoryUnit | None = None
+
+
+# --- validation -------------------------------------------------------------
+
+
+def check_memory_input(**fields: Any) -> MemoryUnitIn:
+    """Validate caller input; raises ``ApiError`` with a contract code."""
+    try:
+        return MemoryUnitIn(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "body"
+        if field == "content" and error["type"] == "string_too_long":
+            raise ApiError(f"content must be at most {MAX_CONTENT} characters", code="content_too_long") from None
+        if field == "type":
+            raise ApiError(
+                "type must be one of user_profile, session_state, tool_result, fact_reference, batch_operation",
+                code="unknown_type",
+            ) from None
+        raise InvalidMemory(f"{field}: {error['msg']}") from None
+
+
+# --- scope ------------------------------------------------------------------
+
+
+def scope_q(session: ChatSession) -> Q:
+    """Rows a session may see: its own session-scoped memories and its end
+    user's other memories (API.md)."""
+    return Q(type__in=SESSION_TYPES, session_id=session.pk) | (
+        ~Q(type__in=SESSION_TYPES) & Q(end_user_id=session.end_user_id)
+    )
+
+
+def valid_q(as_of: datetime) -> Q:
+    return Q(created_at__lte=as_of, expires_at__gt=as_of)
+
+
+@require_session_id
+def visible_memories(tenant: Tenant, session: ChatSession) -> QuerySet[MemoryUnit]:
+    return MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session))
+
+
+@require_session_id
+def get_visible_memory(tenant: Tenant, session: ChatSession, memory_id: Any) -> MemoryUnit:
+    try:
+        memory_id = uuid.UUID(str(memory_id))
+    except ValueError:
+        raise MemoryNotFound("No such memory.") from None
+    with tenant_scope(tenant):
+        memory = visible_memories(tenant, session).select_related("end_user").filter(pk=memory_id).first()
+    if memory is None:
+        raise MemoryNotFound("No such memory.")
+    return memory
+
+
+@require_session_id
+def list_memories(
+    tenant: Tenant,
+    session: ChatSession,
+    *,
+    type: str | None = None,
+    as_of: datetime | None = None,
+    include_expired: bool = False,
+    limit: int = 500,
+) -> list[MemoryUnit]:
+    qs = visible_memories(tenant, session)
+    if type:
+        qs = qs.filter(type=type)
+    if not include_expired:
+        qs = qs.filter(valid_q(as_of or timezone.now()))
+    elif as_of is not None:
+        qs = qs.filter(created_at__lte=as_of)
+    with tenant_scope(tenant):
+        return list(qs.select_related("end_user").order_by("-relevance_score", "-created_at")[:limit])
+
+
+# --- serialization ----------------------------------------------------------
+
+
+def snapshot(memory: MemoryUnit) -> dict[str, Any]:
+    """What the audit trail keeps of a memory's state."""
+    return {
+        "content": memory.content,
+        "key": memory.key,
+        "type": memory.type,
+        "data": memory.data,
+        "expires_at": memory.expires_at.isoformat(),
+        "relevance_score": round(memory.relevance_score, 4),
+    }
+
+
+def serialize_memory(memory: MemoryUnit, *, now: datetime | None = None) -> dict[str, Any]:
+    """The MemoryUnit shape of API.md."""
+    now = now or timezone.now()
+    return {
+        "id": str(memory.pk),
+        "type": memory.type,
+        "key": memory.key,
+        "content": memory.content,
+        "data": memory.data,
+        "session_id": str(memory.session_id) if memory.session_id else None,
+        "end_user_id": memory.end_user.external_id,
+        "source_message_id": str(memory.source_message_id) if memory.source_message_id else None,
+        "lifespan": {
+            "created_at": _iso(memory.created_at),
+            "expires_in": memory.expires_in,
+            "expires_at": _iso(memory.expires_at),
+            "relevance_score": round(memory.relevance_score, 4),
+        },
+        "expired": not memory.is_valid_at(now),
+    }
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# --- writes -----------------------------------------------------------------
+
+
+def _event(
+    memory: MemoryUnit, kind: str, actor: Actor, *, before: Any = None, after: Any = None, note: str = ""
+) -> None:
+    MemoryEvent.objects.create(
+        tenant_id=memory.tenant_id,
+        end_user_id=memory.end_user_id,
+        memory_id=memory.pk,
+        kind=kind,
+        actor=actor.kind,
+        actor_user=actor.user if actor.user is not None and actor.user.is_authenticated else None,
+        before=before,
+        after=after,
+        note=note[:200],
+    )
+
+
+def _lock_key(tenant_id: Any, end_user_id: Any, mtype: str, key: str, session_id: Any) -> int:
+    raw = f"{tenant_id}|{end_user_id}|{mtype}|{key}|{session_id}".encode()
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+
+
+def _search_fields(content: str, key: str | None, data: dict[str, Any]) -> str:
+    values = [str(v) for v in data.values() if isinstance(v, str | int | float)]
+    return document_text([content, (key or "").replace("_", " "), *values])
+
+
+@require_session_id
+def do_write_memory(
+    tenant: Tenant,
+    session: ChatSession,
+    *,
+    type: str,
+    content: str,
+    key: str | None = None,
+    data: dict[str, Any] | None = None,
+    expires_in: int | None = None,
+    source_message: Message | None = None,
+    source_role: str = "",
+    actor: Actor = SYSTEM,
+    now: datetime | None = None,
+    embedding: Any = None,
+) -> WriteResult:
+    """Store a memory; a memory with the same key in the same scope is
+    replaced (the old one stays in history), an identical one is refreshed.
+
+    Concurrency: writers of one key are serialised by a transaction-scoped
+    advisory lock, and a partial unique index allows one live row per key, so
+    two concurrent writes leave exactly one live memory.
+    """
+    valid = check_memory_input(type=type, content=content, key=key, data=data or {}, expires_in=expires_in)
+    now = now or timezone.now()
+    session_id = session.pk if valid.type in SESSION_TYPES else None
+    expires_at = now + timedelta(seconds=valid.expires_in)
+    if embedding is None:
+        embedding = embeddings.embed_one(valid.content, model=embeddings.model_for_type(valid.type))
+
+    def build() -> MemoryUnit:
+        return MemoryUnit(
+            tenant=tenant,
+            end_user_id=session.end_user_id,
+            session_id=session_id,
+            type=valid.type,
+            key=valid.key,
+            content=valid.content,
+            data=valid.data,
+            created_at=now,
+            updated_at=now,
+            expires_at=expires_at,
+            source_message=source_message,
+            source_role=source_role,
+            embedding=embedding,
+            embedding_model=embeddings.model_for_type(valid.type),
+            search_text=_search_fields(valid.content, valid.key, valid.data),
+        )
+
+    with tenant_scope(tenant):
+        if valid.key is None:
+            memory = build()
+            _insert(memory)
+            _event(memory, Kind.CREATE, actor, after=snapshot(memory))
+            return WriteResult(memory, "created")
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s)",
+                [_lock_key(tenant.pk, session.end_user_id, valid.type, valid.key, session_id)],
+            )
+        live = (
+            MemoryUnit.objects.for_tenant(tenant)
+            .select_for_update()
+            .filter(end_user_id=session.end_user_id, type=valid.type, key=valid.key, session_id=session_id)
+            .filter(superseded_at__isnull=True)
+            .first()
+        )
+        if live is not None and live.content == valid.content and live.data == valid.data and live.expires_at > now:
+            before = snapshot(live)
+            live.expires_at = max(live.expires_at, expires_at)
+            live.updated_at = now
+            live.confirm_count += 1
+            live.save(update_fields=["expires_at", "updated_at", "confirm_count"])
+            _event(live, Kind.CONFIRM, actor, before=before, after=snapshot(live), note="repeated fact")
+            return WriteResult(live, "refreshed")
+
+        if live is not None:
+            before = snapshot(live)
+            live.superseded_at = now
+            live.expires_at = max(min(live.expires_at, now), live.created_at)
+            live.save(update_fields=["superseded_at", "expires_at"])
+        memory = build()
+        try:
+            with transaction.atomic():
+                _insert(memory)
+        except IntegrityError as exc:  # pragma: no cover - the advisory lock makes this unreachable
+            raise ApiError("a concurrent write to this memory won; retry", code="conflict", status=409) from exc
+        if live is None:
+            _event(memory, Kind.CREATE, actor, after=snapshot(memory))
+            return WriteResult(memory, "created")
+        MemoryUnit.objects.for_tenant(tenant).filter(pk=live.pk).update(superseded_by=memory)
+        live.superseded_by = memory
+        _event(live, Kind.REPLACE, actor, before=before, after=snapshot(memory), note=f"replaced by {memory.pk}")
+        _event(memory, Kind.CREATE, actor, after=snapshot(memory), note=f"replaces {live.pk}")
+        return WriteResult(memory, "replaced", replaced=live)
+
+
+def _insert(memory: MemoryUnit) -> None:
+    memory.save(force_insert=True)
+    MemoryUnit.objects.for_tenant(memory.tenant_id).filter(pk=memory.pk).update(
+        search_vector=SearchVector(Value(memory.search_text), config=TS_CONFIG)
+    )
+
+
+def do_edit_memory(
+    tenant: Tenant,
+    memory: MemoryUnit,
+    *,
+    content: str | None = None,
+    data: dict[str, Any] | None = None,
+    expires_in: int | None = None,
+    actor: Actor = TENANT_API,
+) -> MemoryUnit:
+    """Edit in place (staff and API corrections); the event keeps before/after."""
+    merged = check_memory_input(
+        type=memory.type,
+        content=content if content is not None else memory.content,
+        key=memory.key,
+        data=data if data is not None else memory.data,
+        expires_in=expires_in if expires_in is not None else max(memory.expires_in, 1),
+    )
+    with tenant_scope(tenant):
+        locked = MemoryUnit.objects.for_tenant(tenant).select_for_update().get(pk=memory.pk)
+        before = snapshot(locked)
+        fields = ["updated_at"]
+        if merged.content != locked.content or merged.data != locked.data:
+            locked.content, locked.data = merged.content, merged.data
+            locked.search_text = _search_fields(locked.content, locked.key, locked.data)
+            locked.embedding = embeddings.embed_one(locked.content, model=embeddings.model_for_type(locked.type))
+            fields += ["content", "data", "search_text", "embedding"]
+        if expires_in is not None:
+            locked.expires_at = locked.created_at + timedelta(seconds=merged.expires_in)
+            fields.append("expires_at")
+        locked.updated_at = timezone.now()
+        locked.save(update_fields=fields)
+        if "search_text" in fields:
+            MemoryUnit.objects.for_tenant(tenant).filter(pk=locked.pk).update(
+                search_vector=SearchVector(Value(locked.search_text), config=TS_CONFIG)
+            )
+        _event(locked, Kind.EDIT, actor, before=before, after=snapshot(locked))
+    return locked
+
+
+def do_expire_memory(tenant: Tenant, memory: MemoryUnit, *, actor: Actor = TENANT_API, note: str = "") -> MemoryUnit:
+    """Stop recalling a memory from now on (kept for history and restore)."""
+    with tenant_scope(tenant):
+        locked = MemoryUnit.objects.for_tenant(tenant).select_for_update().get(pk=memory.pk)
+        now = timezone.now()
+        if locked.expires_at <= now:
+            return locked
+        before = snapshot(locked)
+        locked.expires_at = max(now, locked.created_at)
+        locked.updated_at = now
+        locked.save(update_fields=["expires_at", "updated_at"])
+        _event(locked, Kind.EXPIRE, actor, before=before, after=snapshot(locked), note=note)
+    return locked
+
+
+def do_extend_memory(tenant: Tenant, memory: MemoryUnit, seconds: int, *, actor: Actor = TENANT_API) -> MemoryUnit:
+    """Keep a memory ``seconds`` longer (from now if it already expired)."""
+    if seconds <= 0:
+        raise InvalidMemory("extension must be positive")
+    with tenant_scope(tenant):
+        locked = MemoryUnit.objects.for_tenant(tenant).select_for_update().get(pk=memory.pk)
+        if locked.superseded_at is not None:
+            raise InvalidMemory("a replaced memory cannot be extended; edit the live one")
+        before = snapshot(locked)
+        now = timezone.now()
+        locked.expires_at = max(locked.expires_at, now) + timedelta(seconds=seconds)
+        locked.updated_at = now
+        locked.save(update_fields=["expires_at", "updated_at"])
+        _event(locked, Kind.EXTEND, actor, before=before, after=snapshot(locked))
+    return locked
+
+
+def do_delete_memory(tenant: Tenant, memory: MemoryUnit, *, actor: Actor = TENANT_API) -> None:
+    """Delete the row; its event history stays for the audit trail."""
+    with tenant_scope(tenant):
+        before = snapshot(memory)
+        _event(memory, Kind.DELETE, actor, before=before)
+        MemoryUnit.objects.for_tenant(tenant).filter(pk=memory.pk).delete()
+
+
+def do_feedback(tenant: Tenant, memory: MemoryUnit, event: str, *, actor: Actor = SYSTEM, note: str = "") -> MemoryUnit:
+    """Apply a relevance event (S5/S13): used +0.1 (max 2.0), ignored/misled
+    −0.3 (min 0.1), confirmed never lowers the score. Atomic under
+    concurrency: the arithmetic runs in the UPDATE."""
+    if event not in FEEDBACK_DELTAS:
+        raise ApiError("event must be one of used, ignored, misled, confirmed", code="unknown_event")
+    delta = FEEDBACK_DELTAS[event]
+    with tenant_scope(tenant):
+        qs = MemoryUnit.objects.for_tenant(tenant).filter(pk=memory.pk)
+        before = qs.values_list("relevance_score", flat=True).first()
+        if before is None:
+            raise MemoryNotFound("No such memory.")
+        qs.update(
+            relevance_score=Least(Value(MAX_SCORE), Greatest(Value(MIN_SCORE), F("relevance_score") + Value(delta))),
+            **{_COUNTERS[event]: F(_COUNTERS[event]) + 1},
+        )
+        fresh = qs.select_related("end_user").get()
+        _event(
+            fresh,
+            FEEDBACK_KINDS[event],
+            actor,
+            before={"relevance_score": round(before, 4)},
+            after={"relevance_score": round(fresh.relevance_score, 4)},
+            note=note,
+        )
+    return fresh
+
+
+def mark_recalled(tenant: Tenant, memory_ids: list[Any]) -> None:
+    if memory_ids:
+        MemoryUnit.objects.for_tenant(tenant).filter(pk__in=memory_ids).update(recall_count=F("recall_count") + 1)
+
+
+# --- cleanup ----------------------------------------------------------------
+
+
+def do_cleanup_expired(tenant: Tenant, *, older_than: timedelta = timedelta(0), now: datetime | None = None) -> int:
+    """Delete memories that expired more than ``older_than`` ago, writing a
+    ``delete`` event for each (the audit trail keeps their content). Safe to
+    run while the service runs: a memory is only removed once no recall can
+    return it. Returns how many were removed."""
+    now = now or timezone.now()
+    cutoff = now - older_than
+    removed = 0
+    while True:
+        with tenant_scope(tenant):
+            batch = list(
+                MemoryUnit.objects.for_tenant(tenant)
+                .select_for_update(skip_locked=True)
+                .filter(expires_at__lte=cutoff)
+                .order_by("expires_at")[:500]
+            )
+            if not batch:
+                return removed
+            MemoryEvent.objects.bulk_create(
+                [
+                    MemoryEvent(
+                        tenant_id=m.tenant_id,
+                        end_user_id=m.end_user_id,
+                        memory_id=m.pk,
+                        kind=Kind.DELETE,
+                        actor=MemoryEvent.Actor.SYSTEM,
+                        before=snapshot(m),
+                        note="cleanup of expired memory",
+                    )
+                    for m in batch
+                ]
+            )
+            MemoryUnit.objects.for_tenant(tenant).filter(pk__in=[m.pk for m in batch]).delete()
+            removed += len(batch)

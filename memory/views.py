@@ -1,0 +1,127 @@
+"""REST views for memories: parse, check, call ``memory.services``."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory import services
+from memory.recall import recall
+from memory.serializers import FeedbackIn, MemoryCreateIn, MemoryListQuery, MemoryOut, MemoryPatchIn, RecallIn
+
+SESSION_HEADER = OpenApiParameter("X-Session-ID", str, OpenApiParameter.HEADER, required=True)
+ACTOR = services.TENANT_API
+
+
+class MemoryListView(APIView):
+    session_scope = "header"
+
+    @extend_schema(parameters=[SESSION_HEADER, MemoryListQuery], responses={200: MemoryOut(many=True)})
+    def get(self, request: Request) -> Response:
+        query = MemoryListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        memories = services.list_memories(
+            request.tenant,
+            request.chat_session,
+            type=query.validated_data.get("type"),
+            as_of=query.validated_data.get("as_of"),
+            include_expired=query.validated_data["include_expired"],
+        )
+        return Response({"memories": [services.serialize_memory(m) for m in memories]})
+
+    @extend_schema(parameters=[SESSION_HEADER], request=MemoryCreateIn, responses={201: MemoryOut})
+    def post(self, request: Request) -> Response:
+        body = MemoryCreateIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.do_write_memory(request.tenant, request.chat_session, actor=ACTOR, **body.validated_data)
+        return Response(services.serialize_memory(result.memory), status=status.HTTP_201_CREATED)
+
+
+class MemoryDetailView(APIView):
+    session_scope = "header"
+
+    @extend_schema(parameters=[SESSION_HEADER], responses={200: MemoryOut})
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        return Response(services.serialize_memory(memory))
+
+    @extend_schema(parameters=[SESSION_HEADER], request=MemoryPatchIn, responses={200: MemoryOut})
+    def patch(self, request: Request, memory_id: str) -> Response:
+        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        body = MemoryPatchIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        memory = services.do_edit_memory(request.tenant, memory, actor=ACTOR, **body.validated_data)
+        return Response(services.serialize_memory(memory))
+
+    @extend_schema(parameters=[SESSION_HEADER], responses={204: None})
+    def delete(self, request: Request, memory_id: str) -> Response:
+        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        services.do_delete_memory(request.tenant, memory, actor=ACTOR)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryExpireView(APIView):
+    session_scope = "header"
+
+    @extend_schema(parameters=[SESSION_HEADER], request=None, responses={200: MemoryOut})
+    def post(self, request: Request, memory_id: str) -> Response:
+        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        memory = services.do_expire_memory(request.tenant, memory, actor=ACTOR)
+        return Response(services.serialize_memory(memory))
+
+
+class MemoryFeedbackView(APIView):
+    session_scope = "header"
+
+    @extend_schema(parameters=[SESSION_HEADER], request=FeedbackIn, responses={200: MemoryOut})
+    def post(self, request: Request, memory_id: str) -> Response:
+        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        body = FeedbackIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        memory = services.do_feedback(request.tenant, memory, body.validated_data["event"], actor=ACTOR)
+        return Response(services.serialize_memory(memory))
+
+
+RecallOut = inline_serializer(
+    "RecallOut",
+    {
+        "results": serializers.ListField(child=serializers.DictField()),
+        "needs_confirmation": serializers.BooleanField(),
+        "timings_ms": serializers.DictField(child=serializers.FloatField()),
+    },
+)
+
+
+class MemoryRecallView(APIView):
+    session_scope = "header"
+
+    @extend_schema(parameters=[SESSION_HEADER], request=RecallIn, responses={200: RecallOut})
+    def post(self, request: Request) -> Response:
+        body = RecallIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = recall(
+            request.tenant,
+            request.chat_session,
+            body.validated_data["query"],
+            as_of=body.validated_data.get("as_of"),
+            k=body.validated_data["k"],
+        )
+        return Response(
+            {
+                "results": [
+                    {
+                        "memory": services.serialize_memory(hit.memory),
+                        "stage": hit.stage,
+                        "similarity": hit.similarity,
+                        "score": hit.score,
+                    }
+                    for hit in result.hits
+                ],
+                "needs_confirmation": result.needs_confirmation,
+                "timings_ms": result.timings_ms,
+                "rewritten_query": result.rewritten_query,
+            }
+        )

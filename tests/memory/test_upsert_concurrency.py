@@ -1,0 +1,89 @@
+"""A concurrent double write of one key leaves one live memory and history."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections
+
+from memory import services
+from memory.models import MemoryUnit
+from tenants.rls import tenant_scope
+from tests.memory.conftest import open_session_obj
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writes_of_one_key_leave_one_live_memory(acme):
+    # given
+    session = open_session_obj(acme, "alice")
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            barrier.wait(timeout=10)
+            services.do_write_memory(
+                acme.tenant, session, type="user_profile", key="phone", content=f"用户手机号 1391234567{n}"
+            )
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    # when four writers race
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+
+    # then
+    assert errors == []
+    with tenant_scope(acme.tenant):
+        rows = list(MemoryUnit.objects.for_tenant(acme.tenant).filter(key="phone"))
+    live = [m for m in rows if m.superseded_at is None]
+    assert len(rows) == 4
+    assert len(live) == 1
+    replaced = [m for m in rows if m.superseded_at is not None]
+    assert all(m.superseded_by_id is not None for m in replaced)
+
+
+def test_repeating_a_fact_refreshes_instead_of_duplicating(acme_session, acme):
+    first = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
+    )
+    again = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
+    )
+    assert again.outcome == "refreshed"
+    assert again.memory.pk == first.memory.pk
+    assert again.memory.relevance_score == 1.0
+    with tenant_scope(acme.tenant):
+        assert MemoryUnit.objects.for_tenant(acme.tenant).filter(key="name").count() == 1
+
+
+def test_replacement_keeps_the_old_fact_in_history_and_as_of(acme_session, acme):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import MemoryEvent
+
+    t0 = timezone.now() - timedelta(hours=2)
+    old = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000", now=t0
+    )
+    new = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13900000000"
+    )
+    assert new.outcome == "replaced"
+    assert new.replaced.pk == old.memory.pk
+    as_of_before = services.list_memories(acme.tenant, acme_session, as_of=t0 + timedelta(minutes=1))
+    assert [m.content for m in as_of_before] == ["手机 13800000000"]
+    assert [m.content for m in services.list_memories(acme.tenant, acme_session)] == ["手机 13900000000"]
+    with tenant_scope(acme.tenant):
+        kinds = list(
+            MemoryEvent.objects.for_tenant(acme.tenant).filter(memory_id=old.memory.pk).values_list("kind", flat=True)
+        )
+    assert kinds == ["create", "replace"]
