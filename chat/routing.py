@@ -1,5 +1,12 @@
-"""WebSocket routes (the chat consumer is added by the chat runtime)."""
+"""WebSocket routes."""
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from chat.consumers import ChatConsumer
+from chat.ws_auth import TokenAuthMiddleware
+
+websocket_urlpatterns = [
+    path("ws/chat/", TokenAuthMiddleware(ChatConsumer.as_asgi())),
+]

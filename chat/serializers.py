@@ -33,3 +33,39 @@ class SessionOut(serializers.Serializer):
     status = serializers.CharField()
     turns = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+
+
+class MessageIn(serializers.Serializer):
+    text = serializers.JSONField()
+    client_msg_id = serializers.JSONField(required=False, allow_null=True)
+
+
+class MessagesQuery(serializers.Serializer):
+    before = serializers.UUIDField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
+
+
+class TurnOut(serializers.Serializer):
+    message_id = serializers.UUIDField()
+    reply_id = serializers.UUIDField()
+    reply = serializers.CharField()
+    recalled = serializers.ListField(child=serializers.UUIDField())
+    needs_confirmation = serializers.BooleanField()
+    usage = serializers.DictField(child=serializers.IntegerField())
+
+
+class MessageOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    role = serializers.CharField()
+    text = serializers.CharField()
+    status = serializers.CharField()
+    client_msg_id = serializers.CharField(allow_null=True)
+    reply_to = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ExecutionContextOut(serializers.Serializer):
+    current_tool = serializers.CharField(allow_null=True)
+    tool_args = serializers.JSONField(allow_null=True)
+    last_tool_result = serializers.JSONField(allow_null=True)
+    session_variables = serializers.JSONField()

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from asgiref.sync import async_to_sync
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chat import services as chat_services
 from chat import sessions
-from chat.serializers import OpenSessionIn, OpenSessionOut, SessionOut
+from chat.serializers import (
+    ExecutionContextOut,
+    MessageIn,
+    MessageOut,
+    MessagesQuery,
+    OpenSessionIn,
+    OpenSessionOut,
+    SessionOut,
+    TurnOut,
+)
 
 
 def _ws_url(request: Request, session_id: str, token: str) -> str:
@@ -53,3 +64,52 @@ class SessionCloseView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         session = sessions.do_close_session(request.tenant, request.chat_session)
         return Response(SessionOut(sessions.describe_session(request.tenant, session)).data)
+
+
+class SessionMessagesView(APIView):
+    """POST runs one turn (the same pipeline as the socket, not streamed).
+
+    ``self_scoped``: the middleware does not wrap this view in one
+    transaction — the user message must be committed before the model is
+    called, so the pipeline opens its own short transactions."""
+
+    session_scope = "path"
+    self_scoped = True
+
+    @extend_schema(request=MessageIn, responses={200: TurnOut}, operation_id="send_message")
+    def post(self, request: Request, session_id: str) -> Response:
+        body = MessageIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            result = async_to_sync(chat_services.run_turn)(
+                request.tenant,
+                request.chat_session,
+                body.validated_data.get("text"),
+                body.validated_data.get("client_msg_id"),
+            )
+        except chat_services.TurnFailed as exc:
+            return Response(
+                {"error": {"code": exc.code, "message": exc.message, "retryable": exc.retryable},
+                 "message_id": exc.message_id},
+                status=503,
+            )  # fmt: skip
+        return Response(TurnOut(result.as_api()).data)
+
+    @extend_schema(parameters=[MessagesQuery], responses={200: MessageOut(many=True)}, operation_id="list_messages")
+    def get(self, request: Request, session_id: str) -> Response:
+        query = MessagesQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page, has_more = chat_services.list_messages(
+            request.tenant, request.chat_session, before=query.validated_data.get("before"),
+            limit=query.validated_data["limit"],
+        )  # fmt: skip
+        return Response({"messages": [chat_services.serialize_message(m) for m in page], "has_more": has_more})
+
+
+class SessionContextView(APIView):
+    session_scope = "path"
+
+    @extend_schema(responses={200: ExecutionContextOut}, operation_id="get_context")
+    def get(self, request: Request, session_id: str) -> Response:
+        context = chat_services.execution_context(request.tenant, request.chat_session)
+        return Response(context.as_dict())

@@ -106,7 +106,7 @@ TEMPLATES = [
 # otherwise the embedded PostgreSQL 16 + pgvector from the pgserver wheel,
 # started on first connection by the ``config.db`` backend.
 if DATABASE_URL:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60, minimum=0))
+    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0, minimum=0))
     _db["ENGINE"] = "django.db.backends.postgresql"
 else:
     _db = {
@@ -114,7 +114,7 @@ else:
         "NAME": "memdesk",
         "USER": "memdesk",
         "HOST": "",
-        "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 60, minimum=0),
+        "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 0, minimum=0),
     }
 _db.setdefault("CONN_HEALTH_CHECKS", True)
 # Each test run gets its own database so parallel runs on one server never collide.

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from chat import pages as chat_pages
 from chat import views as chat_views
 from config import ops
 from memory import views as memory_views
@@ -14,6 +15,8 @@ api_v1 = [
     path("sessions", chat_views.SessionListView.as_view(), name="sessions"),
     path("sessions/<str:session_id>", chat_views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/close", chat_views.SessionCloseView.as_view(), name="session-close"),
+    path("sessions/<str:session_id>/messages", chat_views.SessionMessagesView.as_view(), name="session-messages"),
+    path("sessions/<str:session_id>/context", chat_views.SessionContextView.as_view(), name="session-context"),
     path("memories", memory_views.MemoryListView.as_view(), name="memories"),
     path("memories/recall", memory_views.MemoryRecallView.as_view(), name="memory-recall"),
     path("memories/<str:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
@@ -25,6 +28,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("chat/", chat_pages.chat_page, name="chat-page"),
+    path("widget.js", chat_pages.widget_js, name="widget-js"),
+    path("staff/sessions/", chat_pages.live_sessions, name="staff-live-sessions"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("", include("django_prometheus.urls")),

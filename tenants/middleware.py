@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
 from django.utils import timezone
 
 from chat.access import SessionError, resolve_session
@@ -65,9 +66,22 @@ class TenantMiddleware:
             request.api_key = key
             self._touch(key)
 
+        if self._self_scoped(request):
+            # Views such as the chat turn manage their own short transactions
+            # (the user message must be committed before the model is called).
+            return self.get_response(request)
         tenants, bypass = self._rls_scope(request)
         with tenant_db_scope(tenants, bypass=bypass):
             return self.get_response(request)
+
+    @staticmethod
+    def _self_scoped(request: HttpRequest) -> bool:
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return False
+        view_class = getattr(match.func, "cls", None) or getattr(match.func, "view_class", None)
+        return bool(getattr(match.func, "self_scoped", False) or getattr(view_class, "self_scoped", False))
 
     @staticmethod
     def _touch(key: ApiKey) -> None:

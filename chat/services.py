@@ -1,0 +1,444 @@
+"""One chat turn, the same for the WebSocket consumer and the REST endpoint.
+
+Following "One chat turn" in DESIGN.md:
+
+1. store the user message first, committed, idempotent by ``client_msg_id``;
+2. extract memories from it (and react to a topic switch, a confirmation or
+   a correction of what the agent said last turn);
+3. recall (rule → hybrid → TTL and rerank);
+4. build the two-channel prompt within the model's exact token budget;
+5. stream the reply from Ollama, relaying deltas;
+6. store the reply, extract the facts the agent stated, apply feedback.
+
+Each database step is its own short transaction (``database_sync_to_async``
+units of work); nothing is held open while the model generates. If the model
+fails, the user message stays stored and the same ``client_msg_id`` can be
+retried; a disconnect cancels generation and keeps what was produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.db.models import Max
+from django.utils import timezone
+
+from chat import prompt as prompt_mod
+from chat.access import require_session_id
+from chat.llm import LLMError, OllamaChat, get_llm
+from chat.models import ChatSession, ExecutionContext, Message
+from config.errors import ApiError
+from memory import services as memory_services
+from memory.models import MemoryUnit
+from tenants.models import Tenant
+from tenants.rls import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 4000
+RECENT_MESSAGES = 10  # the last 5 turns: 5 user messages and 5 replies (S2)
+SUMMARY_MESSAGES = 20  # the last 10 turns feed the summary channel (S6)
+RECALL_K = 5
+DEFAULT_RATE_PER_SESSION = 60
+DEFAULT_RATE_PER_TENANT = 600
+
+#: Keys whose memories anchor the prompt, in this order (seed §4.2).
+ANCHOR_KEYS = ("name", "phone", "email", "order_id", "address", "current_topic")
+
+Delta = Callable[[str, str], Awaitable[None]]  # (reply_id, text)
+Ack = Callable[[str], Awaitable[None]]  # (message_id)
+
+
+class InvalidMessage(ApiError):
+    code = "invalid_message"
+
+
+class RateLimited(ApiError):
+    status = 429
+    code = "rate_limited"
+
+
+class TurnFailed(ApiError):
+    """The model could not answer; the user message is stored."""
+
+    status = 503
+    code = "llm_unavailable"
+
+    def __init__(self, message: str, *, code: str = "llm_unavailable", retryable: bool = True, message_id: str = ""):
+        super().__init__(message, code=code)
+        self.retryable = retryable
+        self.message_id = message_id
+
+
+@dataclass
+class TurnResult:
+    message_id: str
+    reply_id: str
+    reply: str
+    recalled: list[str]
+    needs_confirmation: bool
+    usage: dict[str, int]
+    replayed: bool = False
+    trimmed: list[str] = field(default_factory=list)
+
+    def as_api(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "reply_id": self.reply_id,
+            "reply": self.reply,
+            "recalled": self.recalled,
+            "needs_confirmation": self.needs_confirmation,
+            "usage": self.usage,
+        }
+
+
+@dataclass
+class PreparedTurn:
+    prompt: prompt_mod.BuiltPrompt
+    recalled: list[str]
+    needs_confirmation: bool
+    recall_empty: bool
+    context_size: int
+
+
+# --- step 1: the user message --------------------------------------------------
+
+
+def check_message(text: Any, client_msg_id: Any) -> tuple[str, str | None]:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidMessage("text must be a non-empty string")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidMessage(f"text must be at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
+    if client_msg_id is not None and (not isinstance(client_msg_id, str) or not 0 < len(client_msg_id) <= 100):
+        raise InvalidMessage("client_msg_id must be a string of 1 to 100 characters")
+    return text.strip(), client_msg_id
+
+
+def _limits(tenant: Tenant) -> tuple[int, int]:
+    conf = tenant.settings.get("rate_limits", {}) if isinstance(tenant.settings, dict) else {}
+    return (
+        int(conf.get("per_session_per_minute", DEFAULT_RATE_PER_SESSION)),
+        int(conf.get("per_tenant_per_minute", DEFAULT_RATE_PER_TENANT)),
+    )
+
+
+@require_session_id
+def store_user_message(
+    tenant: Tenant, session: ChatSession, text: str, client_msg_id: str | None
+) -> tuple[Message, Message | None]:
+    """Store (or find) the user message; returns it and its stored reply if
+    this ``client_msg_id`` was already answered. Rate limits are counted from
+    the stored messages, so they hold across every worker process."""
+    with tenant_scope(tenant):
+        ChatSession.objects.for_tenant(tenant).select_for_update().filter(pk=session.pk).first()
+        messages = Message.objects.for_tenant(tenant)
+        if client_msg_id:
+            existing = messages.filter(session=session, client_msg_id=client_msg_id, role=Message.Role.USER).first()
+            if existing is not None:
+                reply = (
+                    messages.filter(reply_to=existing, role=Message.Role.ASSISTANT, status=Message.Status.COMPLETE)
+                    .order_by("-seq")
+                    .first()
+                )
+                return existing, reply
+        per_session, per_tenant = _limits(tenant)
+        since = timezone.now() - timedelta(minutes=1)
+        recent_user = messages.filter(role=Message.Role.USER, created_at__gte=since)
+        if recent_user.filter(session=session).count() >= per_session:
+            raise RateLimited(f"More than {per_session} messages a minute in this session; slow down.")
+        if recent_user.count() >= per_tenant:
+            raise RateLimited(f"More than {per_tenant} messages a minute for this tenant; slow down.")
+        seq = (messages.filter(session=session).aggregate(m=Max("seq"))["m"] or 0) + 1
+        now = timezone.now()
+        message = messages.create(
+            tenant=tenant, session=session, role=Message.Role.USER, text=text, client_msg_id=client_msg_id, seq=seq,
+            created_at=now,
+        )  # fmt: skip
+        ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(last_activity_at=now)
+        return message, None
+
+
+# --- step 2–4: memory and prompt -------------------------------------------------
+
+
+def _anchor_facts(memories: list[MemoryUnit]) -> list[str]:
+    by_key = {m.key: m for m in memories if m.key}
+    return [by_key[k].content for k in ANCHOR_KEYS if k in by_key]
+
+
+def _memory_line(memory: MemoryUnit) -> str:
+    return f"[{memory.type}] {memory.content}"
+
+
+def _previous_reply_memories(tenant: Tenant, session: ChatSession, before_seq: int) -> tuple[Message | None, list]:
+    reply = (
+        Message.objects.for_tenant(tenant)
+        .filter(session=session, role=Message.Role.ASSISTANT, seq__lt=before_seq)
+        .order_by("-seq")
+        .first()
+    )
+    if reply is None:
+        return None, []
+    return reply, list(reply.data.get("used", []))
+
+
+def execution_context(tenant: Tenant, session: ChatSession) -> ExecutionContext:
+    with tenant_scope(tenant):
+        context, _ = ExecutionContext.objects.for_tenant(tenant).get_or_create(
+            session=session, defaults={"tenant": tenant}
+        )
+    return context
+
+
+@require_session_id
+def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context_size: int) -> PreparedTurn:
+    """Steps 2–4: extraction and feedback, recall, and the prompt."""
+    from chat.summary import summarize
+    from memory.extraction import extract_and_store
+    from memory.recall import recall
+    from memory.redaction import redact
+
+    with tenant_scope(tenant):
+        session = ChatSession.objects.for_tenant(tenant).select_related("end_user", "tenant").get(pk=session.pk)
+        previous_reply, previously_used = _previous_reply_memories(tenant, session, message.seq)
+        extraction = extract_and_store(tenant, session, message)
+        _feedback_from_user(tenant, extraction, previously_used)
+
+        result = recall(tenant, session, message.text, k=RECALL_K)
+        profile = list(
+            MemoryUnit.objects.for_tenant(tenant)
+            .filter(memory_services.scope_q(session), memory_services.valid_q(timezone.now()))
+            .filter(key__in=ANCHOR_KEYS)
+            .order_by("-relevance_score", "-created_at")
+        )
+        history = list(
+            Message.objects.for_tenant(tenant)
+            .filter(session=session, seq__lt=message.seq)
+            .exclude(status=Message.Status.FAILED)
+            .order_by("-seq")[:SUMMARY_MESSAGES]
+        )[::-1]
+        # Secrets a user typed never travel on into later prompts (S6's red line).
+        turns = [(m.role, redact(m.text)) for m in history if m.role in (Message.Role.USER, Message.Role.ASSISTANT)]
+        context = execution_context(tenant, session)
+        parts = prompt_mod.PromptParts(
+            role_text=tenant.agent_role,
+            anchor_facts=_anchor_facts(profile),
+            execution_context=context.as_dict(),
+            summary=summarize(turns, language=tenant.language) if turns else "",
+            memories=[_memory_line(h.memory) for h in result.hits],
+            recent_turns=turns[-RECENT_MESSAGES:],
+            user_input=message.text,
+            context_reset=session.context_reset_pending,
+            needs_confirmation=result.needs_confirmation,
+            language=tenant.language,
+        )
+        built = prompt_mod.build_prompt(parts, context_size=context_size)
+        rule_or_vector_empty = not result.hits
+        return PreparedTurn(
+            prompt=built,
+            recalled=[str(h.memory.pk) for h in result.hits],
+            needs_confirmation=result.needs_confirmation,
+            recall_empty=rule_or_vector_empty,
+            context_size=context_size,
+        )
+
+
+_CORRECTION = re.compile(r"(不对|不是|错了|搞错|说错|wrong|incorrect|that's not|that is not|no,)", re.IGNORECASE)
+
+
+def _feedback_from_user(tenant: Tenant, extraction: Any, previously_used: list[str]) -> None:
+    """The user's reaction to what the agent said last turn (S13):
+    a confirmation confirms the memories it used (never lowers a score); a
+    correction of one of them counts as ``misled`` (−0.3)."""
+    if not previously_used:
+        return
+    used = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=previously_used))
+    changed = set(extraction.changed_keys)
+    for memory in used:
+        if memory.key and memory.key in changed:
+            memory_services.do_feedback(tenant, memory, "misled", note="the user corrected it")
+        elif extraction.confirmation:
+            memory_services.do_feedback(tenant, memory, "confirmed", note="the user confirmed it")
+
+
+def _used_memories(reply: str, memories: list[MemoryUnit]) -> list[MemoryUnit]:
+    """A recalled memory counts as used when its value shows up in the reply:
+    a structured value (``data``) or, for free-text memories, a distinctive
+    token of its content (a code, a number, a name of 2+ characters)."""
+    used = []
+    folded = reply.casefold()
+    for memory in memories:
+        values = [str(v) for v in (memory.data or {}).values() if isinstance(v, str | int | float) and str(v).strip()]
+        if not values:
+            values = re.findall(r"[A-Za-z]*\d[\w-]{2,}|[A-Z][A-Z0-9-]{3,}", memory.content)
+        if any(len(v) >= 2 and v.casefold() in folded for v in values):
+            used.append(memory)
+    return used
+
+
+@require_session_id
+def finish_turn(
+    tenant: Tenant,
+    session: ChatSession,
+    message: Message,
+    reply_id: str,
+    text: str,
+    prepared: PreparedTurn,
+    usage: dict[str, int],
+    *,
+    status: str = Message.Status.COMPLETE,
+) -> Message:
+    """Step 6: store the reply, extract what the agent stated, feedback."""
+    from memory.extraction import extract_and_store
+
+    with tenant_scope(tenant):
+        ChatSession.objects.for_tenant(tenant).select_for_update().filter(pk=session.pk).first()
+        messages = Message.objects.for_tenant(tenant)
+        seq = (messages.filter(session=session).aggregate(m=Max("seq"))["m"] or 0) + 1
+        recalled = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=prepared.recalled))
+        used = _used_memories(text, recalled)
+        reply = messages.create(
+            id=uuid.UUID(reply_id), tenant=tenant, session=session, role=Message.Role.ASSISTANT, text=text,
+            reply_to=message, status=status, seq=seq,
+            data={
+                "recalled": prepared.recalled, "used": [str(m.pk) for m in used],
+                "needs_confirmation": prepared.needs_confirmation, "usage": usage,
+                "recall_empty": prepared.recall_empty, "trimmed": prepared.prompt.trimmed,
+            },
+        )  # fmt: skip
+        for memory in used:
+            memory_services.do_feedback(tenant, memory, "used", note=f"value appears in reply {reply.pk}")
+        updates: dict[str, Any] = {"last_activity_at": timezone.now(), "context_reset_pending": False}
+        ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(**updates)
+        if status == Message.Status.COMPLETE and text:
+            extract_and_store(tenant, session, reply)
+        return reply
+
+
+def replay(tenant: Tenant, message: Message, reply: Message) -> TurnResult:
+    data = reply.data or {}
+    return TurnResult(
+        message_id=str(message.pk),
+        reply_id=str(reply.pk),
+        reply=reply.text,
+        recalled=list(data.get("recalled", [])),
+        needs_confirmation=bool(data.get("needs_confirmation", False)),
+        usage=dict(data.get("usage", {"prompt_tokens": 0, "completion_tokens": 0})),
+        replayed=True,
+    )
+
+
+# --- the whole turn -------------------------------------------------------------
+
+
+def _failed(exc: LLMError, message: Message) -> TurnFailed:
+    return TurnFailed(exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk))
+
+
+async def run_turn(
+    tenant: Tenant,
+    session: ChatSession,
+    text: Any,
+    client_msg_id: Any = None,
+    *,
+    llm: OllamaChat | None = None,
+    on_ack: Ack | None = None,
+    on_delta: Delta | None = None,
+) -> TurnResult:
+    """Run one turn. Raises ``InvalidMessage``, ``RateLimited``,
+    ``TurnFailed`` (model down; the message is stored) or
+    ``prompt.ContextOverflow``; a cancelled turn stores the partial reply."""
+    text, client_msg_id = check_message(text, client_msg_id)
+    message, stored_reply = await database_sync_to_async(store_user_message)(tenant, session, text, client_msg_id)
+    if on_ack is not None:
+        await on_ack(str(message.pk))
+    if stored_reply is not None:
+        result = replay(tenant, message, stored_reply)
+        if on_delta is not None:
+            await on_delta(result.reply_id, result.reply)
+        return result
+
+    llm = llm or get_llm()
+    try:
+        context_size = await llm.context_size()
+    except LLMError as exc:
+        raise TurnFailed(
+            exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk)
+        ) from exc
+    prepared = await database_sync_to_async(prepare_turn)(tenant, session, message, context_size)
+
+    reply_id = str(uuid.uuid4())
+    pieces: list[str] = []
+    usage = {"prompt_tokens": prepared.prompt.prompt_tokens, "completion_tokens": 0}
+    try:
+        async with aclosing(llm.stream(prepared.prompt.messages, num_ctx=context_size)) as stream:
+            async for chunk in stream:
+                if chunk.text:
+                    pieces.append(chunk.text)
+                    if on_delta is not None:
+                        await on_delta(reply_id, chunk.text)
+                if chunk.done:
+                    usage["completion_tokens"] = chunk.completion_tokens or 0
+    except LLMError as exc:
+        logger.warning("turn %s: model failed: %s", message.pk, exc)
+        raise TurnFailed(
+            exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk)
+        ) from exc
+    except asyncio.CancelledError:
+        # The client went away: generation stops (the stream is closed by
+        # aclosing) and what was produced is kept, marked partial.
+        partial = "".join(pieces)
+        if partial:
+            await asyncio.shield(
+                database_sync_to_async(finish_turn)(
+                    tenant, session, message, reply_id, partial, prepared, usage, status=Message.Status.PARTIAL
+                )
+            )
+        raise
+    reply_text = "".join(pieces)
+    await database_sync_to_async(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
+    return TurnResult(
+        message_id=str(message.pk),
+        reply_id=reply_id,
+        reply=reply_text,
+        recalled=prepared.recalled,
+        needs_confirmation=prepared.needs_confirmation,
+        usage=usage,
+        trimmed=prepared.prompt.trimmed,
+    )
+
+
+def list_messages(tenant: Tenant, session: ChatSession, *, before: Any = None, limit: int = 50) -> tuple[list, bool]:
+    """A page of the session's messages, newest page first, oldest first
+    within the page; ``has_more`` when older messages exist."""
+    with tenant_scope(tenant):
+        qs = Message.objects.for_tenant(tenant).filter(session=session)
+        if before is not None:
+            anchor = qs.filter(pk=before).first()
+            if anchor is None:
+                raise ApiError("before must be the id of a message of this session", code="invalid_request")
+            qs = qs.filter(seq__lt=anchor.seq)
+        page = list(qs.order_by("-seq")[: limit + 1])
+    has_more = len(page) > limit
+    return page[:limit][::-1], has_more
+
+
+def serialize_message(message: Message) -> dict[str, Any]:
+    return {
+        "id": str(message.pk),
+        "role": message.role,
+        "text": message.text,
+        "status": message.status,
+        "client_msg_id": message.client_msg_id,
+        "reply_to": str(message.reply_to_id) if message.reply_to_id else None,
+        "created_at": message.created_at.isoformat().replace("+00:00", "Z"),
+    }

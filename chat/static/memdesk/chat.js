@@ -1,0 +1,126 @@
+/* memdesk chat client: one file for the chat page and the embeddable widget.
+ *
+ *   MemdeskChat.mount(container, {base, sessionId, token, lang})
+ *
+ * Streams replies over the WebSocket, reconnects with back-off and reloads
+ * the history on every (re)connect, and shows clear error states. */
+(function () {
+  "use strict";
+  var TEXT = {
+    zh: {
+      placeholder: "输入消息…", send: "发送", connecting: "正在连接…", online: "已连接",
+      offline: "连接已断开，正在重连…", llm: "助手暂时不可用，请稍后重试。", retry: "重试",
+      closed: "会话已结束。", denied: "无法打开此会话（凭证无效或已过期）。", rate: "消息太频繁，请稍候。",
+      bad: "消息无法发送：", busy: "请等待当前回复完成。", you: "你", bot: "客服", confirm: "（请确认）",
+    },
+    en: {
+      placeholder: "Type a message…", send: "Send", connecting: "Connecting…", online: "Connected",
+      offline: "Connection lost, reconnecting…", llm: "The assistant is unavailable; please retry shortly.",
+      retry: "Retry", closed: "This conversation has ended.", denied: "This conversation cannot be opened (invalid or expired link).",
+      rate: "Too many messages; please wait a moment.", bad: "Message not sent: ", busy: "Please wait for the current reply.",
+      you: "You", bot: "Agent", confirm: " (please confirm)",
+    },
+  };
+  var CSS =
+    ".mdk{font:14px/1.45 system-ui,'Noto Sans CJK SC','WenQuanYi Micro Hei',sans-serif;display:flex;flex-direction:column;height:100%;border:1px solid #d0d7de;border-radius:8px;background:#fff;color:#1f2328}" +
+    ".mdk-status{padding:6px 10px;font-size:12px;color:#57606a;border-bottom:1px solid #eaeef2}" +
+    ".mdk-status.err{color:#cf222e}.mdk-log{flex:1;overflow-y:auto;padding:10px}" +
+    ".mdk-msg{margin:6px 0;padding:8px 10px;border-radius:8px;max-width:85%;white-space:pre-wrap;word-wrap:break-word}" +
+    ".mdk-user{background:#ddf4ff;margin-left:auto}.mdk-assistant{background:#f6f8fa}.mdk-partial{opacity:.7}" +
+    ".mdk-form{display:flex;gap:6px;padding:8px;border-top:1px solid #eaeef2}" +
+    ".mdk-input{flex:1;padding:8px;border:1px solid #d0d7de;border-radius:6px;font:inherit}" +
+    ".mdk-send{padding:8px 14px;border:0;border-radius:6px;background:#1f883d;color:#fff;font:inherit;cursor:pointer}" +
+    ".mdk-send:disabled{background:#94d3a2;cursor:default}";
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  function mount(container, opts) {
+    var lang = (opts.lang || navigator.language || "zh").toLowerCase().indexOf("zh") === 0 ? "zh" : "en";
+    var t = TEXT[lang];
+    var root = container.attachShadow ? container.attachShadow({ mode: "open" }) : container;
+    var style = el("style"); style.textContent = CSS; root.appendChild(style);
+    var box = el("div", "mdk"), status = el("div", "mdk-status", t.connecting), log = el("div", "mdk-log");
+    var form = el("form", "mdk-form"), input = el("input", "mdk-input"), send = el("button", "mdk-send", t.send);
+    input.placeholder = t.placeholder; input.setAttribute("aria-label", t.placeholder); send.type = "submit";
+    form.appendChild(input); form.appendChild(send);
+    box.appendChild(status); box.appendChild(log); box.appendChild(form); root.appendChild(box);
+
+    var ws = null, attempts = 0, stopped = false, pending = null, replies = {}, seq = 0;
+    var base = (opts.base || location.origin).replace(/\/$/, "");
+    var wsBase = base.replace(/^http/, "ws");
+
+    function setStatus(text, isError) { status.textContent = text; status.className = "mdk-status" + (isError ? " err" : ""); }
+    function scroll() { log.scrollTop = log.scrollHeight; }
+    function bubble(role, text, extra) {
+      var node = el("div", "mdk-msg mdk-" + role + (extra ? " " + extra : ""), text);
+      node.setAttribute("data-role", role);
+      log.appendChild(node); scroll(); return node;
+    }
+    function busy(on) { send.disabled = on; }
+
+    function connect() {
+      setStatus(t.connecting);
+      ws = new WebSocket(wsBase + "/ws/chat/?session_id=" + encodeURIComponent(opts.sessionId) + "&token=" + encodeURIComponent(opts.token));
+      ws.onopen = function () { attempts = 0; setStatus(t.online); ws.send(JSON.stringify({ type: "history", limit: 50 })); };
+      ws.onmessage = function (event) {
+        var f = JSON.parse(event.data);
+        if (f.type === "history") {
+          log.textContent = "";
+          f.messages.forEach(function (m) { bubble(m.role, m.text, m.status === "partial" ? "mdk-partial" : ""); });
+        } else if (f.type === "ack") {
+          if (pending && pending.id === f.client_msg_id) pending.node.setAttribute("data-message-id", f.message_id);
+        } else if (f.type === "delta") {
+          var node = replies[f.reply_id] || (replies[f.reply_id] = bubble("assistant", ""));
+          node.textContent += f.text; scroll();
+        } else if (f.type === "done") {
+          var done = replies[f.reply_id] || (replies[f.reply_id] = bubble("assistant", ""));
+          done.textContent = f.text + (f.needs_confirmation ? "" : "");
+          done.setAttribute("data-done", "1"); pending = null; busy(false);
+        } else if (f.type === "error") {
+          var msg = f.code === "llm_unavailable" ? t.llm : f.code === "rate_limited" ? t.rate : f.code === "turn_in_progress" ? t.busy : f.code === "rejected" ? t.denied : t.bad + f.message;
+          setStatus(msg, true);
+          if (f.code === "llm_unavailable" && pending) offerRetry(pending);
+          busy(false);
+        }
+      };
+      ws.onclose = function (event) {
+        if (event.code === 4401 || event.code === 4400 || event.code === 4404 || event.code === 4403) { stopped = true; setStatus(t.denied, true); busy(true); return; }
+        if (event.code === 4410) { stopped = true; setStatus(t.closed, true); busy(true); return; }
+        if (stopped) return;
+        setStatus(t.offline, true);
+        attempts += 1;
+        setTimeout(connect, Math.min(10000, 500 * Math.pow(2, attempts)));
+      };
+    }
+
+    function offerRetry(p) {
+      var again = el("button", "mdk-send", t.retry);
+      again.onclick = function () { again.remove(); transmit(p.text, p.id); };
+      status.appendChild(document.createTextNode(" ")); status.appendChild(again);
+    }
+
+    function transmit(text, id) {
+      pending = pending && pending.id === id ? pending : { id: id, text: text, node: bubble("user", text) };
+      busy(true);
+      ws.send(JSON.stringify({ type: "message", text: text, client_msg_id: id }));
+    }
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var text = input.value.trim();
+      if (!text || !ws || ws.readyState !== 1) return;
+      input.value = "";
+      seq += 1;
+      transmit(text, "web-" + Date.now().toString(36) + "-" + seq);
+    });
+    connect();
+    return { close: function () { stopped = true; if (ws) ws.close(); } };
+  }
+
+  window.MemdeskChat = { mount: mount };
+})();

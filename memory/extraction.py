@@ -1,0 +1,107 @@
+"""From chat text to memories: runs after every message, the user's and the
+agent's (an issued coupon or a tracking number the agent states is a memory
+too), and stores typed, keyed, compressed facts through ``memory.services``.
+
+The pure parts live elsewhere: ``memory.rules`` finds the facts,
+``memory.compression`` keeps their content within 150 characters,
+``memory.redaction`` removes secrets, ``memory.topics`` spots a topic switch.
+This module only decides what to write and writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+
+from chat.access import require_session_id
+from chat.models import ChatSession, Message
+from memory import services
+from memory.compression import compress
+from memory.models import MemoryType, MemoryUnit
+from memory.redaction import redact, redact_obj
+from memory.rules import Fact, extract_facts, is_confirmation
+from memory.topics import detect_topic_switch
+from tenants.models import Tenant
+from tenants.rls import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ExtractionResult:
+    facts: list[Fact] = field(default_factory=list)
+    written: list[services.WriteResult] = field(default_factory=list)
+    changed_keys: list[str] = field(default_factory=list)
+    confirmation: bool = False
+    topic_switch: Any = None
+    retired: int = 0
+
+
+@require_session_id
+def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) -> ExtractionResult:
+    """Extract facts from ``message`` and upsert them as memories of this
+    session's end user (or of the session, for session-scoped types)."""
+    result = ExtractionResult()
+    text = message.text or ""
+    role = message.role
+    if role == Message.Role.USER:
+        result.confirmation = is_confirmation(text)
+        switch = detect_topic_switch(text, previous_topic=session.topic or None)
+        if switch is not None:
+            result.topic_switch = switch
+            result.retired = do_topic_switch(tenant, session, switch.new_topic, reason=switch.reason)
+    try:
+        facts = extract_facts(text, role=role, language=tenant.language, now=message.created_at)
+    except Exception:  # an extractor bug must not lose the turn; it is logged and fixed
+        logger.exception("fact extraction failed for message %s", message.pk)
+        facts = []
+    result.facts = facts
+    actor = services.END_USER if role == Message.Role.USER else services.SYSTEM
+    for fact in facts:
+        content = compress(redact(fact.content), limit=150)
+        if not content:
+            continue
+        written = services.do_write_memory(
+            tenant,
+            session,
+            type=fact.type,
+            key=fact.key,
+            content=content,
+            data=redact_obj(fact.data),
+            expires_in=fact.expires_in,
+            source_message=message,
+            source_role=role,
+            actor=actor,
+        )
+        result.written.append(written)
+        if written.outcome == "replaced":
+            result.changed_keys.append(fact.key)
+        if fact.key == "current_topic":
+            ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(topic=fact.value[:200])
+    return result
+
+
+@require_session_id
+def do_topic_switch(tenant: Tenant, session: ChatSession, new_topic: str, *, reason: str = "") -> int:
+    """Retire the old topic's ``session_state`` memories (expired with an
+    event, restorable by staff) and mark the session so the next prompt
+    carries ``<|context_reset|>``. Facts about the user survive. Returns how
+    many memories were retired."""
+    now = timezone.now()
+    with tenant_scope(tenant):
+        old = list(
+            MemoryUnit.objects.for_tenant(tenant).filter(
+                session=session, type=MemoryType.SESSION_STATE, expires_at__gt=now, superseded_at__isnull=True
+            )
+        )
+        for memory in old:
+            services.do_expire_memory(tenant, memory, actor=services.SYSTEM, note=f"topic switch: {reason}"[:200])
+        ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(
+            context_reset_pending=True, topic=new_topic[:200]
+        )
+    session.context_reset_pending = True
+    session.topic = new_topic[:200]
+    return len(old)
