@@ -31,6 +31,13 @@ class ChatSession(models.Model):
     last_activity_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(default=_default_expiry)
     closed_at = models.DateTimeField(null=True, blank=True)
+    topic = models.CharField(max_length=200, blank=True, default="")
+    context_reset_pending = models.BooleanField(
+        default=False, help_text="A topic switch was detected; the next prompt carries <|context_reset|>."
+    )
+    empty_recall_streak = models.PositiveIntegerField(
+        default=0, help_text="Consecutive turns where neither the rule nor the vector stage found anything."
+    )
 
     objects = TenantManager()
     all_objects = models.Manager()
@@ -93,3 +100,39 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.text[:40]}"
+
+
+class ExecutionContext(models.Model):
+    """The runtime's structured execution context of one session (seed S1).
+
+    Never chat text: it enters the prompt only as JSON inside
+    ``<|execution_context|>``. ``version`` makes every update a
+    compare-and-set, so two turns of one session cannot interleave (S16).
+    """
+
+    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, primary_key=True, related_name="context")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    current_tool = models.CharField(max_length=100, null=True, blank=True)
+    tool_args = models.JSONField(null=True, blank=True)
+    last_tool_result = models.JSONField(null=True, blank=True)
+    session_variables = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+
+    def __str__(self) -> str:
+        return f"context of {self.session_id}"
+
+    def as_dict(self) -> dict:
+        return {
+            "current_tool": self.current_tool,
+            "tool_args": self.tool_args,
+            "last_tool_result": self.last_tool_result,
+            "session_variables": self.session_variables,
+        }
