@@ -1,0 +1,311 @@
+"""The Ollama client: one model on one host, streamed, with typed failures.
+
+Every way Ollama can fail becomes an :class:`LLMError` with a stable ``code``
+and a ``retryable`` flag, so the chat turn can tell the user clearly (503
+``llm_unavailable``) and never invents a reply:
+
+- host unreachable, timeout, HTTP 5xx, a stream that breaks or ends without its
+  final line → :class:`LLMUnavailable` (``llm_unavailable``, retryable);
+- the model is not on the host → :class:`ModelNotFound` (``model_not_found``,
+  not retryable: an operator must pull it).
+
+Two rules from S19 live here: the context size comes from Ollama itself
+(``/api/show``), and every request carries ``options.num_ctx`` so Ollama never
+falls back to its small default window and truncates the prompt silently.
+
+Each ``stream()`` opens its own ``ollama.AsyncClient`` (an httpx pool) and
+closes it at the end: a pool is bound to the event loop it was made in, and
+memdesk calls from Channels' loop and from ``async_to_sync`` loops alike. One
+TCP connect per reply is nothing next to generating it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import ollama
+
+logger = logging.getLogger(__name__)
+
+#: How long a model's context size is trusted before ``/api/show`` is asked
+#: again (an operator may ``ollama create`` a new Modelfile under the same name).
+CONTEXT_CACHE_TTL_S = 300.0
+
+#: The whole reply must end within this many ``timeout_s``; the first token
+#: must come within one ``timeout_s``, and so must each following chunk.
+OVERALL_TIMEOUT_FACTOR = 3.0
+
+#: When neither the Modelfile nor the model metadata say (an unusual model):
+#: Ollama's historic default window; we still pass it explicitly.
+FALLBACK_CONTEXT_SIZE = 2048
+
+_NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+
+# (host, model) -> (context size, monotonic expiry). Shared by every
+# OllamaChat in the process; a race only means two lookups, both correct.
+_context_cache: dict[tuple[str, str], tuple[int, float]] = {}
+
+
+class LLMError(Exception):
+    """A failure talking to the model. ``code`` is a stable snake_case string
+    for clients; ``retryable`` says whether trying again later can help;
+    ``status`` is the HTTP status the API answers with. ``str(exc)`` is for
+    operators (it may name the host); show clients ``public_message``."""
+
+    code = "llm_error"
+    retryable = False
+    status = 503
+    public_message = "The assistant is unavailable right now."
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class LLMUnavailable(LLMError):
+    """Ollama is unreachable, too slow, failing (5xx) or its stream broke."""
+
+    code = "llm_unavailable"
+    retryable = True
+    public_message = "The assistant is unavailable right now; please try again in a moment."
+
+
+class ModelNotFound(LLMError):
+    """The configured model is not on the Ollama host."""
+
+    code = "model_not_found"
+    retryable = False
+    public_message = "The assistant is not set up yet; please contact support."
+
+    def __init__(self, host: str, model: str) -> None:
+        super().__init__(
+            f"Ollama at {host} has no model '{model}'. Run `ollama pull {model}` on that host "
+            f"(or `ollama create {model} -f platform/ollama/Modelfile`), or set OLLAMA_MODEL to a model it has."
+        )
+        self.host = host
+        self.model = model
+
+
+@dataclass(frozen=True, slots=True)
+class LLMChunk:
+    """One piece of a streamed reply. ``text`` is the new text only.
+    ``tool_calls`` are ``{"function": {"name", "arguments"}}`` dicts. The token
+    counts are set on the final chunk (``done=True``) and None before."""
+
+    text: str
+    done: bool
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def clear_context_cache() -> None:
+    """Forget every cached context size (tests; after re-creating a model)."""
+    _context_cache.clear()
+
+
+def parse_context_size(parameters: str | None, model_info: Mapping[str, Any] | None) -> int | None:
+    """The context size an ``/api/show`` answer describes, or None.
+
+    The Modelfile's ``num_ctx`` wins: it is the operator's deliberate choice
+    (often below the trained length, to bound KV-cache memory). Otherwise the
+    model's trained ``<arch>.context_length`` from ``model_info``.
+    """
+    if parameters and (match := _NUM_CTX_RE.search(parameters)):
+        return int(match.group(1))
+    for key, value in (model_info or {}).items():
+        if key.endswith(".context_length") and isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class OllamaChat:
+    """A chat model on one Ollama host.
+
+    ``timeout_s`` bounds the wait for the first token (model load and prompt
+    evaluation included) and each later silence; the whole reply must finish
+    within ``OVERALL_TIMEOUT_FACTOR × timeout_s``.
+    """
+
+    def __init__(self, host: str, model: str, *, timeout_s: float) -> None:
+        self.host = host.rstrip("/")
+        self.model = model
+        self.timeout_s = timeout_s
+        self.overall_timeout_s = timeout_s * OVERALL_TIMEOUT_FACTOR
+
+    def __repr__(self) -> str:
+        return f"OllamaChat(host={self.host!r}, model={self.model!r})"
+
+    def _client(self) -> ollama.AsyncClient:
+        return ollama.AsyncClient(host=self.host, timeout=httpx.Timeout(self.timeout_s))
+
+    def _translate(self, exc: BaseException) -> LLMError:
+        """The LLMError for an exception raised by the ollama client or httpx."""
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code == 404 and "model" in str(exc.error).lower():
+                return ModelNotFound(self.host, self.model)
+            if exc.status_code >= 500 or exc.status_code == -1:
+                # -1: an {"error": …} line inside a stream (the runner died).
+                return LLMUnavailable(f"Ollama at {self.host} failed: {exc.error} (status {exc.status_code})")
+            return LLMError(f"Ollama at {self.host} refused the request: {exc.error} (status {exc.status_code})")
+        if isinstance(exc, httpx.TimeoutException | TimeoutError):
+            return LLMUnavailable(f"Ollama at {self.host} did not answer within {self.timeout_s:g}s")
+        if isinstance(exc, ConnectionError | httpx.ConnectError):
+            return LLMUnavailable(f"Ollama at {self.host} is unreachable")
+        if isinstance(exc, httpx.HTTPError | ValueError):
+            # RemoteProtocolError (connection dropped mid-body), ReadError,
+            # a garbled NDJSON line (ValueError from json / pydantic).
+            return LLMUnavailable(f"The stream from Ollama at {self.host} broke: {type(exc).__name__}: {exc}")
+        return LLMUnavailable(f"Ollama at {self.host} failed: {type(exc).__name__}: {exc}")
+
+    async def context_size(self) -> int:
+        """The model's context window in tokens, from ``/api/show`` (see
+        :func:`parse_context_size`), cached per (host, model) for
+        ``CONTEXT_CACHE_TTL_S`` across instances.
+
+        Raises ModelNotFound or LLMUnavailable.
+        """
+        key = (self.host, self.model)
+        cached = _context_cache.get(key)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        client = self._client()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                shown = await client.show(self.model)
+        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
+            raise self._translate(exc) from exc
+        finally:
+            await client.close()
+        size = parse_context_size(shown.parameters, shown.modelinfo)
+        if size is None:
+            logger.warning(
+                "Ollama at %s reports no context size for %s; using %d",
+                self.host,
+                self.model,
+                FALLBACK_CONTEXT_SIZE,
+            )
+            size = FALLBACK_CONTEXT_SIZE
+        _context_cache[key] = (size, time.monotonic() + CONTEXT_CACHE_TTL_S)
+        return size
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        num_ctx: int,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> AsyncIterator[LLMChunk]:
+        """Stream the model's reply to ``messages`` as LLMChunks, the last with
+        ``done=True`` and the token counts.
+
+        ``num_ctx`` is sent as ``options.num_ctx`` on every request: pass the
+        size the prompt was budgeted for (``context_size()``), so Ollama sizes
+        its window to it instead of truncating. Raises LLMUnavailable (also
+        when the stream ends without its final line: a partial reply is never
+        passed off as a whole one) or ModelNotFound.
+
+        Cancelling the consuming task, or closing this generator (use
+        ``contextlib.aclosing``), closes the HTTP response, and Ollama stops
+        generating when its client goes away.
+        """
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        first_deadline = started + self.timeout_s
+        overall_deadline = started + self.overall_timeout_s
+        client = self._client()
+        try:
+            # Builds and validates the request; no I/O happens before the
+            # first anext(). A malformed message or tool raises pydantic's
+            # ValidationError here, as the programming error it is.
+            parts: AsyncGenerator[ollama.ChatResponse, None] = await client.chat(
+                model=self.model,
+                messages=messages,
+                tools=tools,
+                stream=True,
+                options={"num_ctx": num_ctx},
+            )
+        except BaseException:
+            await client.close()
+            raise
+        try:
+            got_first = False
+            while True:
+                # A deadline per step, never across a ``yield``: a timeout
+                # armed while the consumer runs would cancel the consumer.
+                try:
+                    async with asyncio.timeout_at(overall_deadline if got_first else first_deadline):
+                        part = await anext(parts)
+                except StopAsyncIteration:
+                    raise LLMUnavailable(
+                        f"The stream from Ollama at {self.host} ended before the reply was complete"
+                    ) from None
+                except TimeoutError:
+                    late = (
+                        f"finish its reply within {self.overall_timeout_s:g}s"
+                        if got_first
+                        else f"send a first token within {self.timeout_s:g}s"
+                    )
+                    raise LLMUnavailable(f"Ollama at {self.host} did not {late}") from None
+                got_first = True
+                chunk = _to_chunk(part)
+                if chunk.text or chunk.tool_calls or chunk.done:
+                    yield chunk
+                if chunk.done:
+                    return
+        except LLMError:
+            raise
+        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
+            raise self._translate(exc) from exc
+        finally:
+            # Runs on normal end, error, cancellation and aclose() alike:
+            # closing the inner generator leaves the ollama client's
+            # ``async with client.stream(...)``, which closes the response.
+            await parts.aclose()
+            await client.close()
+
+    async def version(self) -> str:
+        """The Ollama server's version (a cheap reachability probe for
+        ``/readyz``). Raises LLMUnavailable."""
+        client = self._client()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                response = await client._client.get("/api/version")  # the ollama client has no wrapper for it
+                response.raise_for_status()
+                return str(response.json()["version"])
+        except (httpx.HTTPError, ConnectionError, TimeoutError, ValueError, KeyError) as exc:
+            raise LLMUnavailable(f"Ollama at {self.host} is unreachable: {type(exc).__name__}") from exc
+        finally:
+            await client.close()
+
+
+def _to_chunk(part: ollama.ChatResponse) -> LLMChunk:
+    message = part.message
+    tool_calls = [
+        {"function": {"name": call.function.name, "arguments": dict(call.function.arguments)}}
+        for call in (message.tool_calls or [])
+    ]
+    done = bool(part.done)
+    return LLMChunk(
+        text=message.content or "",
+        done=done,
+        tool_calls=tool_calls,
+        prompt_tokens=part.prompt_eval_count if done else None,
+        completion_tokens=part.eval_count if done else None,
+    )
+
+
+def get_llm() -> OllamaChat:
+    """The configured model: settings ``OLLAMA_HOST``, ``OLLAMA_MODEL``,
+    ``OLLAMA_TIMEOUT_S``. Cheap to call per turn (the context size is cached
+    per host and model, not per instance)."""
+    from django.conf import settings
+
+    return OllamaChat(settings.OLLAMA_HOST, settings.OLLAMA_MODEL, timeout_s=settings.OLLAMA_TIMEOUT_S)
