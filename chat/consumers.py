@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from chat import services
 from chat.prompt import ContextOverflow
 from config.errors import ApiError
+from memory import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +41,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # one tab streams into all of them (across workers with Redis).
         self.group = f"chat.session.{self.session.pk}"
         await self.channel_layer.group_add(self.group, self.channel_name)
+        metrics.WEBSOCKETS.inc()
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            metrics.WEBSOCKETS.dec()
         if self.turn is not None and not self.turn.done():
             self.turn.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):  # the socket is gone either way

@@ -38,6 +38,9 @@ class ChatSession(models.Model):
     empty_recall_streak = models.PositiveIntegerField(
         default=0, help_text="Consecutive turns where neither the rule nor the vector stage found anything."
     )
+    amnesia_alerted = models.BooleanField(
+        default=False, help_text="An amnesia alert fired during the current empty-recall streak."
+    )
 
     objects = TenantManager()
     all_objects = models.Manager()

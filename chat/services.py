@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
@@ -37,6 +38,7 @@ from chat.access import require_session_id
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.models import ChatSession, ExecutionContext, Message
 from config.errors import ApiError
+from memory import metrics
 from memory import services as memory_services
 from memory.models import MemoryUnit
 from tenants.models import Tenant
@@ -318,10 +320,35 @@ def finish_turn(
         for memory in used:
             memory_services.do_feedback(tenant, memory, "used", note=f"value appears in reply {reply.pk}")
         updates: dict[str, Any] = {"last_activity_at": timezone.now(), "context_reset_pending": False}
+        updates.update(_amnesia_check(tenant, session, reply, prepared.recall_empty))
         ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(**updates)
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply)
-        return reply
+    from memory.health import check_after_turn
+
+    check_after_turn(tenant)
+    return reply
+
+
+def _amnesia_check(tenant: Tenant, session: ChatSession, reply: Message, recall_empty: bool) -> dict[str, Any]:
+    """Seed S8: the third consecutive turn where neither recall stage found
+    anything, with a reply that admits forgetting, fires one alert (and only
+    one per streak). Returns the session fields to update."""
+    from memory.health import amnesia_phrase
+    from memory.models import AmnesiaAlert
+
+    current = ChatSession.objects.for_tenant(tenant).values("empty_recall_streak", "amnesia_alerted").get(pk=session.pk)
+    if not recall_empty:
+        return {"empty_recall_streak": 0, "amnesia_alerted": False}
+    streak = current["empty_recall_streak"] + 1
+    fields: dict[str, Any] = {"empty_recall_streak": streak}
+    phrase = amnesia_phrase(reply.text) if streak >= 3 and not current["amnesia_alerted"] else None
+    if phrase:
+        AmnesiaAlert.objects.create(tenant=tenant, session=session, message=reply, phrase=phrase)
+        metrics.AMNESIA_ALERTS.labels(tenant=tenant.slug).inc()
+        logger.warning("amnesia alert in session %s (tenant %s): %r", session.pk, tenant.slug, phrase)
+        fields["amnesia_alerted"] = True
+    return fields
 
 
 def replay(tenant: Tenant, message: Message, reply: Message) -> TurnResult:
@@ -379,10 +406,14 @@ async def run_turn(
     reply_id = str(uuid.uuid4())
     pieces: list[str] = []
     usage = {"prompt_tokens": prepared.prompt.prompt_tokens, "completion_tokens": 0}
+    metrics.PROMPT_TOKENS.observe(prepared.prompt.prompt_tokens)
+    started = time.perf_counter()
     try:
         async with aclosing(llm.stream(prepared.prompt.messages, num_ctx=context_size)) as stream:
             async for chunk in stream:
                 if chunk.text:
+                    if not pieces:
+                        metrics.OLLAMA_TTFT.observe(time.perf_counter() - started)
                     pieces.append(chunk.text)
                     if on_delta is not None:
                         await on_delta(reply_id, chunk.text)
@@ -404,6 +435,7 @@ async def run_turn(
                 )
             )
         raise
+    metrics.OLLAMA_LATENCY.observe(time.perf_counter() - started)
     reply_text = "".join(pieces)
     await database_sync_to_async(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
     return TurnResult(

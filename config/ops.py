@@ -15,6 +15,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from config.errors import error_response
+
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -72,3 +74,39 @@ def readyz(request: HttpRequest) -> JsonResponse:
         checks[name]["ms"] = round((time.perf_counter() - started) * 1000, 1)
     ready = all(c["ok"] for c in checks.values())
     return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+
+
+def memory_health(request: HttpRequest) -> JsonResponse:
+    """``GET /memory/health``: a tenant API key sees its own tenant; a staff
+    user sees every tenant they belong to (all, for a superuser)."""
+    from memory.health import combine, tenant_health
+    from tenants.admin_base import member_tenant_ids
+    from tenants.models import Tenant
+
+    if request.method != "GET":
+        return error_response(405, "method_not_allowed", "Use GET.")
+    if request.tenant is not None:
+        return JsonResponse(tenant_health(request.tenant).as_api())
+    user = request.user
+    if not (user.is_authenticated and user.is_active and user.is_staff):
+        return error_response(
+            401, "authentication_required", "Send 'Authorization: Bearer <api key>' or log in as staff."
+        )
+    tenants = Tenant.objects.order_by("slug")
+    if not user.is_superuser:
+        tenants = tenants.filter(pk__in=member_tenant_ids(user))
+    return JsonResponse(combine([tenant_health(t) for t in tenants]))
+
+
+def metrics_view(request: HttpRequest) -> Any:
+    """django-prometheus' exporter, after refreshing the memory-health gauges
+    from the database (and letting a low freshness trigger its cleanup)."""
+    from django_prometheus.exports import ExportToDjangoView
+
+    from memory.health import refresh_gauges
+    from tenants.models import Tenant
+    from tenants.rls import operator_scope
+
+    with operator_scope():  # the exporter speaks for every tenant, visibly
+        refresh_gauges(list(Tenant.objects.order_by("slug")))
+    return ExportToDjangoView(request)

@@ -148,6 +148,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from here after collectstatic
+WHITENOISE_USE_FINDERS = True  # and straight from the apps when collectstatic has not run (tests, dev)
 
 # Request bodies: refuse anything bigger than this with 413 request_too_large.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)

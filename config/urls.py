@@ -33,5 +33,6 @@ urlpatterns = [
     path("staff/sessions/", chat_pages.live_sessions, name="staff-live-sessions"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
-    path("", include("django_prometheus.urls")),
+    path("memory/health", ops.memory_health, name="memory-health"),
+    path("metrics", ops.metrics_view, name="prometheus-django-metrics"),
 ]

@@ -159,3 +159,27 @@ class MemoryEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class AmnesiaAlert(models.Model):
+    """Seed S8: three consecutive turns in a session where neither the rule
+    nor the vector stage found anything, and the reply admits it
+    (「我不太记得」, "I don't remember", …)."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, null=True, on_delete=models.SET_NULL, related_name="+")
+    phrase = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
+        indexes = [models.Index(fields=["tenant", "created_at"], name="amnesia_by_tenant")]
+
+    def __str__(self) -> str:
+        return f"amnesia in {self.session_id} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from chat.access import require_session_id
 from chat.models import ChatSession
-from memory import embeddings
+from memory import embeddings, metrics
 from memory.models import SESSION_TYPES, MemoryType, MemoryUnit
 from memory.services import mark_recalled, scope_q, valid_q
 from memory.text import TS_CONFIG, query_terms
@@ -248,6 +248,7 @@ def recall(
             mark_recalled(tenant, [h.memory.pk for h in hits])
         timings["rerank"] = _ms(start)
     timings["total"] = _ms(total_start)
+    metrics.observe_recall(timings)
     return RecallResult(
         hits=hits,
         needs_confirmation=needs_confirmation,

@@ -45,6 +45,9 @@ class Tenant(models.Model):
     settings = models.JSONField(default=dict, blank=True)
     signing_secret = models.CharField(max_length=100, default=_new_signing_secret, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_cleanup_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="When the automatic memory cleanup last ran."
+    )
 
     class Meta:
         ordering = ["slug"]

@@ -4,6 +4,7 @@ with roles, and an outsider who must always be refused."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,3 +75,20 @@ def staff(db: Any, acme: TenantCtx, globex: TenantCtx) -> dict[str, Any]:
         users[name] = user
     users["root"] = User.objects.create_superuser("root", password="pw-root-123")
     return users
+
+
+@pytest.fixture
+def fake_ollama(settings: Any) -> Iterator[Any]:
+    """A started fake Ollama server, with Django's ``OLLAMA_*`` settings
+    pointing at it (so ``chat.llm.get_llm()`` talks to it) and a short
+    timeout, and the context-size cache emptied before and after."""
+    from chat.llm import clear_context_cache
+    from tests.fake_ollama import DEFAULT_MODEL, FakeOllama
+
+    with FakeOllama() as fake:
+        settings.OLLAMA_HOST = fake.host
+        settings.OLLAMA_MODEL = DEFAULT_MODEL
+        settings.OLLAMA_TIMEOUT_S = 5.0
+        clear_context_cache()
+        yield fake
+    clear_context_cache()
