@@ -56,8 +56,13 @@ def parse_session_id(raw: str | None) -> uuid.UUID:
 def resolve_session(tenant: Tenant, raw: str | None, *, allow_closed: bool = False) -> ChatSession:
     """The tenant's live session with this id. Another tenant's session is
     reported exactly like a missing one: existence is not revealed."""
+    from tenants.rls import tenant_scope
+
     session_id = parse_session_id(raw)
-    session = ChatSession.objects.for_tenant(tenant).select_related("end_user", "tenant").filter(id=session_id).first()
+    with tenant_scope(tenant):
+        session = (
+            ChatSession.objects.for_tenant(tenant).select_related("end_user", "tenant").filter(id=session_id).first()
+        )
     if session is None:
         raise SessionNotFound("No such session.")
     if not allow_closed and not session.is_live(timezone.now()):

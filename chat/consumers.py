@@ -108,11 +108,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
 
     async def chat_frame(self, event: dict[str, Any]) -> None:
-        """A frame of this session's turn, sent to the group."""
-        await self.send_json(event["frame"])
+        """A frame of a turn started by another tab of this session."""
+        if event.get("origin") != self.channel_name:
+            await self.send_json(event["frame"])
 
     async def broadcast(self, frame: dict[str, Any]) -> None:
-        await self.channel_layer.group_send(self.group, {"type": "chat.frame", "frame": frame})
+        """Send to this socket directly (so ack, deltas, done and errors keep
+        their order) and to the session's other tabs through the group."""
+        await self.send_json(frame)
+        await self.channel_layer.group_send(
+            self.group, {"type": "chat.frame", "frame": frame, "origin": self.channel_name}
+        )
 
     async def _run(self, text: str, client_msg_id: str | None) -> None:
         async def on_ack(message_id: str) -> None:

@@ -36,7 +36,7 @@ class SessionOut(serializers.Serializer):
 
 
 class MessageIn(serializers.Serializer):
-    text = serializers.JSONField()
+    text = serializers.JSONField(required=False)
     client_msg_id = serializers.JSONField(required=False, allow_null=True)
 
 

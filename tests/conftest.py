@@ -92,3 +92,17 @@ def fake_ollama(settings: Any) -> Iterator[Any]:
         clear_context_cache()
         yield fake
     clear_context_cache()
+
+
+@pytest.fixture(autouse=True)
+def _close_worker_thread_connections() -> Iterator[None]:
+    """database_sync_to_async runs ORM work on asgiref's shared worker thread;
+    close that thread's connection after each test so the test database can
+    be dropped at the end of the run."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    executor = getattr(SyncToAsync, "single_thread_executor", None)
+    if executor is not None:
+        executor.submit(connections.close_all).result(timeout=10)

@@ -33,7 +33,7 @@ def asgi_server(settings):
     from config.asgi import application
 
     port = _free_port()
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
     config = uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

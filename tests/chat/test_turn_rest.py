@@ -9,6 +9,10 @@ from tenants.rls import tenant_scope
 from tests.conftest import open_session
 from tests.fake_ollama import FakeOllama, Reply
 
+# The turn pipeline runs its database steps through database_sync_to_async,
+# which closes connections left in a test transaction: use real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
 
 def _send(ctx, sid, text, client_msg_id=None):
     body = {"text": text}

@@ -114,6 +114,7 @@ def test_metrics_expose_every_memdesk_metric(client, acme):
     assert 'memdesk_memory_freshness_ratio{tenant="acme"} 1.0' in text
 
 
+@pytest.mark.django_db(transaction=True)
 def test_amnesia_alert_fires_on_exactly_the_third_empty_turn_with_a_phrase(acme, fake_ollama):
     from memory.models import AmnesiaAlert
 
@@ -137,6 +138,7 @@ def test_amnesia_alert_fires_on_exactly_the_third_empty_turn_with_a_phrase(acme,
     assert acme.client.get("/memory/health").json()["amnesia_alerts"] == 1
 
 
+@pytest.mark.django_db(transaction=True)
 def test_no_amnesia_alert_without_the_phrase(acme, fake_ollama):
     from memory.models import AmnesiaAlert
 

@@ -1,0 +1,170 @@
+"""Secrets never survive redaction; the facts a customer gives (phone, order, e-mail) always do."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+
+import pytest
+
+from memory.redaction import RedactingFilter, contains_secret, redact, redact_obj
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("我的API密钥是sk-proj-AbC123dEf456GhI789jKl012，别告诉别人", "sk-proj-AbC123dEf456GhI789jKl012", "api_key"),
+        ("Use mdk_live_8fK2mQ9xZ7pL3 for the widget", "mdk_live_8fK2mQ9xZ7pL3", "api_key"),
+        ("aws key AKIAIOSFODNN7EXAMPLE leaked", "AKIAIOSFODNN7EXAMPLE", "api_key"),
+        ("pat ghp_abcdefghijklmnopqrstuvwxyz0123456789 in git", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "api_key"),
+        ("访问令牌：9f8Kq2Lm4Np6Rs8Tu0Vw，请保存", "9f8Kq2Lm4Np6Rs8Tu0Vw", "token"),
+        ("client_secret=Zx81kLmQ0pW9rT7vB3nC", "Zx81kLmQ0pW9rT7vB3nC", "secret"),
+    ],
+)
+def test_api_keys_and_labelled_tokens_are_replaced(text: str, secret: str, kind: str) -> None:
+    # when
+    result = redact(text)
+
+    # then
+    assert secret not in result
+    assert f"[REDACTED:{kind}]" in result
+
+
+def test_bearer_token_and_jwt_in_a_header() -> None:
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+    assert redact(f"Authorization: Bearer {jwt}") == "Authorization: Bearer [REDACTED:jwt]"
+    assert redact('curl -H "Authorization: Bearer abc123def456ghi"') == (
+        'curl -H "Authorization: Bearer [REDACTED:bearer_token]"'
+    )
+
+
+def test_prose_about_tokens_is_not_redacted() -> None:
+    for text in ("Bearer authentication is used here", "the token is abcdefghijklmnopqrs", "the key is in the drawer"):
+        assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password: hunter2", "password: [REDACTED:password]"),
+        ("my password is S3cret!x", "my password is [REDACTED:password]"),
+        ("我的密码是abc123，帮我登录一下", "我的密码是[REDACTED:password]，帮我登录一下"),
+        ("密码：Passw0rd", "密码：[REDACTED:password]"),
+        ("PIN码是 1234", "PIN码是 [REDACTED:password]"),
+        ('{"password": "hunter2", "user": "bob"}', '{"password": "[REDACTED:password]", "user": "bob"}'),
+    ],
+)
+def test_passwords_in_chinese_english_and_json(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_talking_about_a_password_keeps_the_sentence() -> None:
+    for text in ("my password is wrong", "我的密码是多少？", "密码错误，请重试", "I forgot my password"):
+        assert redact(text) == text
+
+
+def test_card_numbers_are_luhn_checked() -> None:
+    # given a valid Visa test number written three ways, and a 16-digit number that fails Luhn
+    valid = ["4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111"]
+    invalid = "4111 1111 1111 1112"
+
+    # then
+    for number in valid:
+        assert redact(f"卡号 {number} 请扣款") == "卡号 [REDACTED:card_number] 请扣款"
+    assert redact(f"card {invalid}") == f"card {invalid}"
+
+
+def test_a_long_order_number_is_not_mistaken_for_a_card() -> None:
+    # given Luhn-valid 16-digit numbers right after an order or transaction word
+    for text in ("订单号 4111111111111111 已发货", "支付流水号 4111111111111111", "transaction 4111111111111111"):
+        assert redact(text) == text
+
+
+def test_cvv_after_its_label_and_chinese_id_number() -> None:
+    assert redact("安全码 123，有效期 12/28") == "安全码 [REDACTED:cvv]，有效期 12/28"
+    assert redact("CVV: 987") == "CVV: [REDACTED:cvv]"
+    assert redact("身份证号110101199003071234，请核实") == "身份证号[REDACTED:id_number]，请核实"
+
+
+def test_phone_order_and_email_are_memories_not_secrets() -> None:
+    text = "手机号13912345678，+86 139 1234 5678，订单号ABC123，邮箱zhang@example.com，order #A-1029"
+
+    assert redact(text) == text
+    assert not contains_secret(text)
+
+
+def test_redact_is_idempotent() -> None:
+    text = "key AKIAIOSFODNN7EXAMPLE, 密码是abc123, password='x1y2z3', https://bob:s3cret@db.example.com/x"
+
+    once = redact(text)
+
+    assert redact(once) == once
+    assert "s3cret" not in once
+    assert "abc123" not in once
+
+
+def test_contains_secret() -> None:
+    assert contains_secret("我的密码是abc123")
+    assert contains_secret("sk-abcdefghijklmnopqrstuvwx")
+    assert not contains_secret("我的订单号是 ABC123")
+
+
+def test_redact_obj_replaces_sensitive_fields_wholesale_and_recurses() -> None:
+    # given a tool result with secrets at several depths
+    tool_result = {
+        "status": "ok",
+        "password": "hunter2",
+        "headers": {"Authorization": "Bearer abc", "X-Api-Key": 12345},
+        "items": [{"card_number": "4111", "note": "用 sk-abcdefghijklmnopqrstuvwx 调用"}],
+        "db_password": None,
+        "usage": {"prompt_tokens": 12, "total_tokens": 40},
+        "phone": "13912345678",
+    }
+    original = copy.deepcopy(tool_result)
+
+    # when
+    result = redact_obj(tool_result)
+
+    # then
+    assert result["password"] == "[REDACTED:password]"
+    assert result["headers"] == {"Authorization": "[REDACTED:token]", "X-Api-Key": "[REDACTED:api_key]"}
+    assert result["items"][0] == {"card_number": "[REDACTED:card_number]", "note": "用 [REDACTED:api_key] 调用"}
+    assert result["db_password"] is None
+    assert result["usage"] == {"prompt_tokens": 12, "total_tokens": 40}
+    assert result["phone"] == "13912345678"
+    assert tool_result == original  # the input is not modified
+    assert "hunter2" not in json.dumps(result)
+
+
+def test_logging_filter_redacts_message_args_and_exceptions() -> None:
+    # given a logger whose handler carries the filter
+    records: list[str] = []
+
+    class ListHandler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = ListHandler()
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("tests.intelligence.redaction")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        # when
+        logger.warning("login for %s with password: %s", "bob", "hunter2")
+        logger.warning("用户说：我的密码是abc123")
+        try:
+            raise ValueError("bad key sk-abcdefghijklmnopqrstuvwx")
+        except ValueError:
+            logger.exception("tool failed")
+    finally:
+        logger.removeHandler(handler)
+
+    # then
+    joined = "\n".join(records)
+    for secret in ("hunter2", "abc123", "sk-abcdefghijklmnopqrstuvwx"):
+        assert secret not in joined
+    assert "login for bob with password: [REDACTED:password]" in joined
+    assert "ValueError: bad key [REDACTED:api_key]" in joined
