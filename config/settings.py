@@ -111,7 +111,8 @@ if DATABASE_URL:
 else:
     _db = {
         "ENGINE": "config.db",
-        "NAME": "memdesk",
+        # Another database on the same embedded server (benchmarks, worker subprocesses in tests).
+        "NAME": envstr("MEMDESK_DB_NAME", "memdesk"),
         "USER": "memdesk",
         "HOST": "",
         "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 0, minimum=0),
