@@ -107,7 +107,7 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
 
 _CANDIDATE_SQL = """
 WITH scoped AS MATERIALIZED (
-    SELECT id, embedding, search_vector
+    SELECT id, embedding, embedding_model, search_vector
     FROM memory_memoryunit
     WHERE tenant_id = %(tenant)s
       AND ((type = ANY(%(session_types)s) AND session_id = %(session)s)
@@ -115,10 +115,10 @@ WITH scoped AS MATERIALIZED (
       AND created_at <= %(as_of)s AND expires_at > %(as_of)s
 ),
 vec AS (
-    SELECT id, 1 - (embedding <=> %(qvec)s::vector) AS sim,
-           row_number() OVER (ORDER BY embedding <=> %(qvec)s::vector, id) AS rnk
-    FROM scoped WHERE embedding IS NOT NULL
-    ORDER BY embedding <=> %(qvec)s::vector, id
+    SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
+    FROM (SELECT id, {distance} AS distance FROM scoped WHERE embedding IS NOT NULL) d
+    WHERE distance IS NOT NULL
+    ORDER BY distance, id
     LIMIT %(n)s
 ),
 lex AS (
@@ -133,7 +133,17 @@ FROM vec FULL OUTER JOIN lex ON vec.id = lex.id
 """
 
 
-def _candidate_sql(n_terms: int) -> str:
+def _distance_sql(n_models: int) -> str:
+    """Cosine distance to the query embedded with the row's own model: vectors
+    of different models live in different spaces and are never compared."""
+    if n_models == 1:
+        return "CASE WHEN embedding_model = %(m0)s THEN embedding <=> %(q0)s::vector END"
+    whens = " ".join(f"WHEN %(m{i})s THEN embedding <=> %(q{i})s::vector" for i in range(n_models))
+    return f"CASE embedding_model {whens} END"
+
+
+def _candidate_sql(n_terms: int, n_models: int = 1) -> str:
+    distance = _distance_sql(n_models)
     if n_terms == 0:
         tsquery = "NULL::tsquery"
         coverage = "0.0"
@@ -143,7 +153,7 @@ def _candidate_sql(n_terms: int) -> str:
         hits = " + ".join(f"(CASE WHEN search_vector @@ {p} THEN 1 ELSE 0 END)" for p in parts)
         denominator = " + ".join(f"(CASE WHEN numnode({p}) > 0 THEN 1 ELSE 0 END)" for p in parts)
         coverage = f"(({hits})::float / GREATEST(1, {denominator}))"
-    return _CANDIDATE_SQL.format(tsquery=tsquery, coverage=coverage)
+    return _CANDIDATE_SQL.format(tsquery=tsquery, coverage=coverage, distance=distance)
 
 
 def _vector_literal(vector: Any) -> str:
@@ -155,21 +165,23 @@ def _candidate_stage(
 ) -> tuple[list[RecallHit], float]:
     knobs = tuning()
     start = time.perf_counter()
-    qvec = embeddings.embed_one(query_text, model=embeddings.model_for_type("default"))
-    embed_ms = _ms(start)
+    models = embeddings.models_for(tenant, MemoryType.values)
     params: dict[str, Any] = {
         "tenant": tenant.pk,
         "session": session.pk,
         "end_user": session.end_user_id,
         "session_types": list(SESSION_TYPES),
         "as_of": as_of,
-        "qvec": _vector_literal(qvec),
         "n": int(knobs["candidates"]),
     }
+    for i, model in enumerate(models):
+        params[f"m{i}"] = model
+        params[f"q{i}"] = _vector_literal(embeddings.embed_one(query_text, model=model, kind="query"))
+    embed_ms = _ms(start)
     for i, term in enumerate(terms):
         params[f"t{i}"] = term
     with connection.cursor() as cursor:
-        cursor.execute(_candidate_sql(len(terms)), params)
+        cursor.execute(_candidate_sql(len(terms), len(models)), params)
         rows = cursor.fetchall()
     rrf_k = float(knobs["rrf_k"])
     scored: list[tuple[float, Any, float]] = []

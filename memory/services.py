@@ -244,8 +244,9 @@ def do_write_memory(
     now = now or timezone.now()
     session_id = session.pk if valid.type in SESSION_TYPES else None
     expires_at = now + timedelta(seconds=valid.expires_in)
+    model = embeddings.model_for(tenant, valid.type)
     if embedding is None:
-        embedding = embeddings.embed_one(valid.content, model=embeddings.model_for_type(valid.type))
+        embedding = embeddings.embed_one(valid.content, model=model, kind="passage")
 
     def build() -> MemoryUnit:
         return MemoryUnit(
@@ -262,7 +263,7 @@ def do_write_memory(
             source_message=source_message,
             source_role=source_role,
             embedding=embedding,
-            embedding_model=embeddings.model_for_type(valid.type),
+            embedding_model=model,
             search_text=_search_fields(valid.content, valid.key, valid.data),
         )
 
@@ -346,8 +347,9 @@ def do_edit_memory(
         if merged.content != locked.content or merged.data != locked.data:
             locked.content, locked.data = merged.content, merged.data
             locked.search_text = _search_fields(locked.content, locked.key, locked.data)
-            locked.embedding = embeddings.embed_one(locked.content, model=embeddings.model_for_type(locked.type))
-            fields += ["content", "data", "search_text", "embedding"]
+            locked.embedding_model = embeddings.model_for(tenant, locked.type)
+            locked.embedding = embeddings.embed_one(locked.content, model=locked.embedding_model, kind="passage")
+            fields += ["content", "data", "search_text", "embedding", "embedding_model"]
         if expires_in is not None:
             locked.expires_at = locked.created_at + timedelta(seconds=merged.expires_in)
             fields.append("expires_at")

@@ -1,0 +1,69 @@
+"""Embedding model per tenant (S14): a Chinese tenant on multilingual e5."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from memory import embeddings, services
+from memory.models import MemoryUnit
+from memory.recall import recall
+from tenants.rls import tenant_scope
+from tests.memory.conftest import open_session_obj
+
+E5 = embeddings.E5_MODEL
+FACTS = ["用户姓名 张伟", "收货地址 北京市朝阳区建国路 88 号", "偏好周末送货", "优惠券 SAVE20 有效期至 12 月 31 日"]
+
+
+def _top(ctx, session, query):
+    return recall(ctx.tenant, session, query, k=3).hits[0].memory.content
+
+
+def _use(ctx, model):
+    ctx.tenant.settings = {"embedding_model": model}
+    ctx.tenant.save(update_fields=["settings"])
+
+
+def test_memories_are_embedded_with_the_tenants_model(acme):
+    _use(acme, E5)
+    session = open_session_obj(acme, "zh")
+    memory = services.do_write_memory(acme.tenant, session, type="user_profile", key="name", content=FACTS[0]).memory
+    assert memory.embedding_model == E5
+
+
+def test_chinese_paraphrase_is_found_by_e5(acme):
+    # given a Chinese tenant on e5 and a colloquial question
+    _use(acme, E5)
+    session = open_session_obj(acme, "zh")
+    for content in FACTS:
+        services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
+    # then
+    assert _top(acme, session, "东西寄到哪？") == FACTS[1]
+
+
+def test_switching_model_never_compares_vectors_across_models_and_reembed_restores(acme, capsys):
+    session = open_session_obj(acme, "zh")
+    for content in FACTS:
+        services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
+    # when the tenant switches to e5, the old MiniLM rows are never compared with an
+    # e5 query: a question sharing no word with them finds nothing (only the lexical leg sees them)
+    _use(acme, E5)
+    assert recall(acme.tenant, session, "我住在哪里？", k=3).hits == []
+    with tenant_scope(acme.tenant):
+        assert set(MemoryUnit.objects.for_tenant(acme.tenant).values_list("embedding_model", flat=True)) == {
+            embeddings.DEFAULT_MODEL
+        }
+    # and after re-embedding every row is on e5 and the paraphrase is found
+    call_command("reembed_memories", "--tenant", "acme")
+    assert "total 4 memories re-embedded" in capsys.readouterr().out
+    with tenant_scope(acme.tenant):
+        assert set(MemoryUnit.objects.for_tenant(acme.tenant).values_list("embedding_model", flat=True)) == {E5}
+    assert recall(acme.tenant, session, "我住在哪里？", k=3).hits != []
+    assert _top(acme, session, "东西寄到哪？") == FACTS[1]
+
+
+def test_unknown_model_in_tenant_settings_is_a_clear_error(acme):
+    _use(acme, "no-such-model")
+    session = open_session_obj(acme, "zh")
+    with pytest.raises(ValueError, match="unknown embedding model 'no-such-model'"):
+        services.do_write_memory(acme.tenant, session, type="fact_reference", content="x")
