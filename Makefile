@@ -28,6 +28,9 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py ensure_demo_tenant
+# The background worker (batch operations) runs beside the server and stops with it.
+	$(BIN)/python manage.py run_worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install-dev

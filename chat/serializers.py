@@ -69,3 +69,76 @@ class ExecutionContextOut(serializers.Serializer):
     tool_args = serializers.JSONField(allow_null=True)
     last_tool_result = serializers.JSONField(allow_null=True)
     session_variables = serializers.JSONField()
+
+
+# --- tools and batches (API.md "Tools") -------------------------------------------
+
+
+def _field_check(problem: str | None, code: str) -> None:
+    if problem is not None:
+        raise serializers.ValidationError(problem, code=code)
+
+
+class ToolIn(serializers.Serializer):
+    """A tool registration. Each field's problem has its own code:
+    ``invalid_tool_name``, ``invalid_schema``, ``invalid_url``, ``invalid_timeout``."""
+
+    name = serializers.JSONField()
+    description = serializers.CharField(max_length=1024, trim_whitespace=True)
+    parameters = serializers.JSONField()
+    url = serializers.JSONField()
+    timeout_s = serializers.JSONField(required=False, default=10)
+
+    def validate_name(self, value: Any) -> str:
+        from chat.tools import check_name
+
+        _field_check(check_name(value), "invalid_tool_name")
+        return value
+
+    def validate_parameters(self, value: Any) -> dict[str, Any]:
+        from chat.tools import check_parameters
+
+        _field_check(check_parameters(value), "invalid_schema")
+        return value
+
+    def validate_url(self, value: Any) -> str:
+        from chat.tools import check_url
+
+        _field_check(check_url(value), "invalid_url")
+        return value
+
+    def validate_timeout_s(self, value: Any) -> int:
+        from chat.tools import check_timeout
+
+        _field_check(check_timeout(value), "invalid_timeout")
+        return value
+
+
+class ToolOut(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    parameters = serializers.JSONField()
+    url = serializers.CharField()
+    timeout_s = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class BatchIn(serializers.Serializer):
+    """``items`` are checked by ``chat.batches.check_batch`` (each against the tool's schema)."""
+
+    tool = serializers.CharField(max_length=64)
+    items = serializers.JSONField()
+
+
+class BatchCreatedOut(serializers.Serializer):
+    task_id = serializers.UUIDField()
+    total = serializers.IntegerField()
+
+
+class BatchOut(serializers.Serializer):
+    task_id = serializers.UUIDField()
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    total = serializers.IntegerField()
+    last_success_id = serializers.JSONField(allow_null=True)
+    status = serializers.ChoiceField(choices=["queued", "running", "done"])

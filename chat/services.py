@@ -34,9 +34,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from chat import prompt as prompt_mod
+from chat import tools as tools_mod
 from chat.access import require_session_id
 from chat.llm import LLMError, OllamaChat, get_llm
-from chat.models import ChatSession, ExecutionContext, Message
+from chat.models import ChatSession, ExecutionContext, Message, Tool
+from chat.tool_calls import rebuild_prompt, run_tool_call
 from config.errors import ApiError
 from memory import metrics
 from memory import services as memory_services
@@ -52,6 +54,12 @@ SUMMARY_MESSAGES = 20  # the last 10 turns feed the summary channel (S6)
 RECALL_K = 5
 DEFAULT_RATE_PER_SESSION = 60
 DEFAULT_RATE_PER_TENANT = 600
+
+#: Tokens kept free for the reply in every prompt.
+REPLY_RESERVE = 1024
+#: At most this many rounds of tool calls per turn; the model call after the
+#: last round is offered no tools, so it must answer in words.
+MAX_TOOL_ROUNDS = 3
 
 #: Keys whose memories anchor the prompt, in this order (seed §4.2).
 ANCHOR_KEYS = ("name", "phone", "email", "order_id", "address", "current_topic")
@@ -105,11 +113,21 @@ class TurnResult:
 
 @dataclass
 class PreparedTurn:
+    """What the model call(s) of one turn need. ``parts`` and ``tools`` let a
+    turn with tool calls rebuild its prompt around the updated execution
+    context; ``end_user_id`` is the tenant's own id for the end user."""
+
     prompt: prompt_mod.BuiltPrompt
     recalled: list[str]
     needs_confirmation: bool
     recall_empty: bool
     context_size: int
+    parts: prompt_mod.PromptParts | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)
+    end_user_id: str = ""
+
+    def tool_definitions(self) -> list[dict[str, Any]] | None:
+        return tools_mod.ollama_tools(list(self.tools.values())) or None
 
 
 # --- step 1: the user message --------------------------------------------------
@@ -243,7 +261,11 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             needs_confirmation=result.needs_confirmation,
             language=tenant.language,
         )
-        built = prompt_mod.build_prompt(parts, context_size=context_size)
+        tools = {t.name: t for t in Tool.objects.for_tenant(tenant).order_by("name")}
+        built = prompt_mod.build_prompt(
+            parts, context_size=context_size, reply_reserve=REPLY_RESERVE,
+            tools=tools_mod.ollama_tools(list(tools.values())) or None,
+        )  # fmt: skip
         rule_or_vector_empty = not result.hits
         return PreparedTurn(
             prompt=built,
@@ -251,6 +273,9 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             needs_confirmation=result.needs_confirmation,
             recall_empty=rule_or_vector_empty,
             context_size=context_size,
+            parts=parts,
+            tools=tools,
+            end_user_id=session.end_user.external_id,
         )
 
 
@@ -383,7 +408,12 @@ async def run_turn(
 ) -> TurnResult:
     """Run one turn. Raises ``InvalidMessage``, ``RateLimited``,
     ``TurnFailed`` (model down; the message is stored) or
-    ``prompt.ContextOverflow``; a cancelled turn stores the partial reply."""
+    ``prompt.ContextOverflow``; a cancelled turn stores the partial reply.
+
+    When the tenant has tools, the model is offered them; each round of tool
+    calls it makes is run (:func:`run_tool_call`) and the model is called
+    again with the answers, at most ``MAX_TOOL_ROUNDS`` rounds. ``usage``
+    adds up every model call of the turn."""
     text, client_msg_id = check_message(text, client_msg_id)
     message, stored_reply = await database_sync_to_async(store_user_message)(tenant, session, text, client_msg_id)
     if on_ack is not None:
@@ -405,20 +435,45 @@ async def run_turn(
 
     reply_id = str(uuid.uuid4())
     pieces: list[str] = []
-    usage = {"prompt_tokens": prepared.prompt.prompt_tokens, "completion_tokens": 0}
-    metrics.PROMPT_TOKENS.observe(prepared.prompt.prompt_tokens)
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+    exchange: list[dict[str, Any]] = []
+    rounds = 0
     started = time.perf_counter()
     try:
-        async with aclosing(llm.stream(prepared.prompt.messages, num_ctx=context_size)) as stream:
-            async for chunk in stream:
-                if chunk.text:
-                    if not pieces:
-                        metrics.OLLAMA_TTFT.observe(time.perf_counter() - started)
-                    pieces.append(chunk.text)
-                    if on_delta is not None:
-                        await on_delta(reply_id, chunk.text)
-                if chunk.done:
-                    usage["completion_tokens"] = chunk.completion_tokens or 0
+        while True:
+            offered = prepared.tool_definitions() if rounds < MAX_TOOL_ROUNDS else None
+            usage["prompt_tokens"] += prepared.prompt.prompt_tokens
+            metrics.PROMPT_TOKENS.observe(prepared.prompt.prompt_tokens)
+            round_pieces: list[str] = []
+            calls: list[dict[str, Any]] = []
+            async with aclosing(llm.stream(prepared.prompt.messages, num_ctx=context_size, tools=offered)) as stream:
+                async for chunk in stream:
+                    if chunk.text:
+                        if not pieces:
+                            metrics.OLLAMA_TTFT.observe(time.perf_counter() - started)
+                        pieces.append(chunk.text)
+                        round_pieces.append(chunk.text)
+                        if on_delta is not None:
+                            await on_delta(reply_id, chunk.text)
+                    calls.extend(chunk.tool_calls)
+                    if chunk.done:
+                        usage["completion_tokens"] += chunk.completion_tokens or 0
+            if not calls or offered is None:
+                break  # calls for tools that were not offered are ignored
+            rounds += 1
+            exchange.append({"role": "assistant", "content": "".join(round_pieces), "tool_calls": calls})
+            context = None
+            for index, call in enumerate(calls):
+                # Shielded: a client that goes away mid-call does not leave the
+                # execution context half-updated; the call's answer is recorded.
+                context, answer = await asyncio.shield(
+                    run_tool_call(tenant, session, message, prepared, call, round_no=rounds, index=index)
+                )
+                exchange.append(answer)
+            assert context is not None
+            prepared = rebuild_prompt(
+                prepared, context, exchange, reply_reserve=REPLY_RESERVE, offer_tools=rounds < MAX_TOOL_ROUNDS
+            )
     except LLMError as exc:
         logger.warning("turn %s: model failed: %s", message.pk, exc)
         raise TurnFailed(
@@ -449,11 +504,17 @@ async def run_turn(
     )
 
 
-def list_messages(tenant: Tenant, session: ChatSession, *, before: Any = None, limit: int = 50) -> tuple[list, bool]:
+def list_messages(
+    tenant: Tenant, session: ChatSession, *, before: Any = None, limit: int = 50, include_tool: bool = False
+) -> tuple[list, bool]:
     """A page of the session's messages, newest page first, oldest first
-    within the page; ``has_more`` when older messages exist."""
+    within the page; ``has_more`` when older messages exist. Tool-call audit
+    messages only with ``include_tool`` (the tenant's API, not the end
+    user's chat history)."""
     with tenant_scope(tenant):
         qs = Message.objects.for_tenant(tenant).filter(session=session)
+        if not include_tool:
+            qs = qs.exclude(role=Message.Role.TOOL)
         if before is not None:
             anchor = qs.filter(pk=before).first()
             if anchor is None:

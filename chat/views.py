@@ -11,9 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chat import batches, sessions, tools
 from chat import services as chat_services
-from chat import sessions
 from chat.serializers import (
+    BatchCreatedOut,
+    BatchIn,
+    BatchOut,
     ExecutionContextOut,
     MessageIn,
     MessageOut,
@@ -21,6 +24,8 @@ from chat.serializers import (
     OpenSessionIn,
     OpenSessionOut,
     SessionOut,
+    ToolIn,
+    ToolOut,
     TurnOut,
 )
 
@@ -101,7 +106,7 @@ class SessionMessagesView(APIView):
         query.is_valid(raise_exception=True)
         page, has_more = chat_services.list_messages(
             request.tenant, request.chat_session, before=query.validated_data.get("before"),
-            limit=query.validated_data["limit"],
+            limit=query.validated_data["limit"], include_tool=True,
         )  # fmt: skip
         return Response({"messages": [chat_services.serialize_message(m) for m in page], "has_more": has_more})
 
@@ -113,3 +118,48 @@ class SessionContextView(APIView):
     def get(self, request: Request, session_id: str) -> Response:
         context = chat_services.execution_context(request.tenant, request.chat_session)
         return Response(context.as_dict())
+
+
+class ToolListView(APIView):
+    @extend_schema(request=ToolIn, responses={201: ToolOut}, operation_id="register_tool")
+    def post(self, request: Request) -> Response:
+        body = ToolIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        tool = tools.do_register_tool(request.tenant, **body.validated_data)
+        return Response(tools.serialize_tool(tool), status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: ToolOut(many=True)}, operation_id="list_tools")
+    def get(self, request: Request) -> Response:
+        return Response({"tools": [tools.serialize_tool(t) for t in tools.list_tools(request.tenant)]})
+
+
+class ToolDetailView(APIView):
+    @extend_schema(responses={204: None}, operation_id="delete_tool")
+    def delete(self, request: Request, name: str) -> Response:
+        tools.do_delete_tool(request.tenant, name)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class BatchListView(APIView):
+    """POST queues a batch; the worker (``manage.py run_worker``) runs it."""
+
+    session_scope = "path"
+
+    @extend_schema(request=BatchIn, responses={202: BatchCreatedOut}, operation_id="create_batch")
+    def post(self, request: Request, session_id: str) -> Response:
+        body = BatchIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        batch = batches.do_create_batch(
+            request.tenant, request.chat_session, tool_name=body.validated_data["tool"],
+            items=body.validated_data["items"],
+        )  # fmt: skip
+        return Response({"task_id": str(batch.pk), "total": batch.total}, status=status.HTTP_202_ACCEPTED)
+
+
+class BatchDetailView(APIView):
+    session_scope = "path"
+
+    @extend_schema(responses={200: BatchOut}, operation_id="get_batch")
+    def get(self, request: Request, session_id: str, task_id: str) -> Response:
+        batch = batches.get_batch(request.tenant, request.chat_session, task_id)
+        return Response(batches.describe_batch(batch))

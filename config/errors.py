@@ -24,9 +24,13 @@ class ApiError(Exception):
     status = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: str | None = None, status: int | None = None, extra: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
+        #: More fields for the error object (e.g. the ``index`` of a bad batch item).
+        self.extra = extra or {}
         if code is not None:
             self.code = code
         if status is not None:
@@ -56,6 +60,10 @@ FIELD_ERROR_CODES = {
     "unknown_type",
     "invalid_as_of",
     "invalid_k",
+    "invalid_tool_name",
+    "invalid_schema",
+    "invalid_url",
+    "invalid_timeout",
 }
 
 
@@ -95,7 +103,9 @@ def _first_code(detail: Any) -> str | None:
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
-        return Response(error_body(exc.code, exc.message), status=exc.status)
+        body = error_body(exc.code, exc.message)
+        body["error"].update({k: v for k, v in getattr(exc, "extra", {}).items() if k not in body["error"]})
+        return Response(body, status=exc.status)
     if isinstance(exc, drf_exc.ParseError):
         return Response(error_body("malformed_json", f"The request body is not valid JSON: {exc.detail}"), status=400)
     if isinstance(exc, drf_exc.UnsupportedMediaType):

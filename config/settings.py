@@ -67,6 +67,9 @@ INSTALLED_APPS = [
     "tenants",
     "chat",
     "memory",
+    # The background queue (batch operations): PostgreSQL-backed, no broker;
+    # `manage.py run_worker` runs it (docs/architecture.md, "Background work").
+    "procrastinate.contrib.django",
 ]
 
 MIDDLEWARE = [

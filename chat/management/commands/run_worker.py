@@ -1,0 +1,106 @@
+"""``manage.py run_worker``: the background worker (batch operations).
+
+It is procrastinate's worker on the ``batches`` queue, plus the recovery
+procrastinate leaves to its users: a job whose worker died (killed, OOM,
+machine lost) stays ``doing`` forever. Every worker sends a heartbeat; this
+command puts back in the queue the jobs of workers silent for longer than
+``--stalled-after`` seconds, at start and then every ``--heartbeat`` seconds.
+A batch job resumes after its last finished item (``chat.batches``).
+
+SIGTERM / SIGINT stop the worker gracefully: the item in flight finishes, the
+batch job goes back to the queue and the next worker resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+logger = logging.getLogger("chat.worker")
+
+
+async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
+    """Queue again the batch jobs of workers silent for ``stalled_after``
+    seconds; returns how many."""
+    from chat.tasks import RUN_BATCH
+
+    jobs = await app.job_manager.get_stalled_jobs(task_name=RUN_BATCH, seconds_since_heartbeat=stalled_after)
+    for job in jobs:
+        await app.job_manager.retry_job(job)
+        logger.warning("job %s (%s) of a dead worker is queued again", job.id, job.call_string)
+    return len(list(jobs))
+
+
+class Command(BaseCommand):
+    help = "Run the background worker for batch operations (procrastinate), recovering jobs of dead workers."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--once", action="store_true", help="Run the jobs waiting now (after recovering stalled ones), then exit."
+        )
+        parser.add_argument("--concurrency", type=int, default=4, help="Batches run at the same time (default 4).")
+        parser.add_argument("--heartbeat", type=float, default=10.0, help="Seconds between heartbeats (default 10).")
+        parser.add_argument(
+            "--stalled-after",
+            type=float,
+            default=30.0,
+            help="A worker silent this many seconds is dead and its jobs run again (default 30).",
+        )
+        parser.add_argument(
+            "--poll",
+            type=float,
+            default=5.0,
+            help="Seconds between polls for new jobs; LISTEN/NOTIFY wakes the worker sooner (default 5).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from procrastinate.contrib.django import app
+
+        if options["stalled_after"] <= options["heartbeat"]:
+            self.stderr.write("--stalled-after must be longer than --heartbeat")
+            raise SystemExit(2)
+        # The Django connector cannot LISTEN or run a worker: use a psycopg
+        # pool on the same database (procrastinate's own recipe).
+        with app.replace_connector(app.connector.get_worker_connector()):
+            asyncio.run(self._run(app, options))
+
+    async def _run(self, app: Any, options: Any) -> None:
+        from chat.tasks import BATCH_QUEUE
+
+        async with app.open_async():
+            recovered = await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
+            self.stdout.write(f"run_worker: queue {BATCH_QUEUE}, {recovered} stalled job(s) recovered", ending="\n")
+            self.stdout.flush()
+            worker = app.run_worker_async(
+                queues=[BATCH_QUEUE],
+                wait=not options["once"],
+                concurrency=options["concurrency"],
+                update_heartbeat_interval=options["heartbeat"],
+                stalled_worker_timeout=options["stalled_after"],
+                fetch_job_polling_interval=options["poll"],
+                # On SIGTERM stop between items (the job is retried, not lost);
+                # with --once the worker stops when the queue is empty and must
+                # let the running batches finish.
+                shutdown_graceful_timeout=None if options["once"] else 0,
+                # The Batch row and its memory keep the outcome; finished job rows are noise.
+                delete_jobs="successful",
+            )
+            if options["once"]:
+                await worker
+                return
+            watcher = asyncio.create_task(self._watch(app, options))
+            try:
+                await worker
+            finally:
+                watcher.cancel()
+
+    async def _watch(self, app: Any, options: Any) -> None:
+        while True:
+            await asyncio.sleep(options["heartbeat"])
+            try:
+                await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
+            except Exception:  # the worker's own loop reports database trouble
+                logger.exception("recovering stalled jobs failed; trying again later")

@@ -1,0 +1,155 @@
+"""Tool calls inside a chat turn (S1, S16).
+
+``chat.services.run_turn`` offers the tenant's tools to the model. When the
+model answers with tool calls, each is run by :func:`run_tool_call` (execution
+context, the signed call, audit message and memory: ``chat.context``), and the
+next model call gets the prompt :func:`rebuild_prompt` makes: the system
+prompt rebuilt around the updated execution context, then the user input,
+then the turn's exchange — the assistant's ``tool_calls`` message and one
+``tool`` message per answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from channels.db import database_sync_to_async
+
+from chat import prompt as prompt_mod
+from chat import tools as tools_mod
+from chat.models import ChatSession, ExecutionContext, Message
+from chat.tokens import count_tokens, render_message
+from memory import metrics
+from tenants.models import Tenant
+
+if TYPE_CHECKING:
+    from chat.services import PreparedTurn
+
+logger = logging.getLogger(__name__)
+
+#: A tool answer longer than this (as compact JSON) reaches the model as a
+#: compressed summary in the tool message; the execution context keeps it whole.
+MAX_TOOL_MESSAGE_CHARS = 4000
+
+
+def exchange_tokens(exchange: list[dict[str, Any]]) -> int:
+    """Prompt tokens of the turn's tool exchange, as the template renders it
+    (an assistant message with both words and calls: both counted)."""
+    total = 0
+    for message in exchange:
+        if message["role"] == "assistant" and message.get("tool_calls") and message.get("content"):
+            total += count_tokens(render_message({**message, "content": ""})) + count_tokens(message["content"])
+        else:
+            total += count_tokens(render_message(message))
+    return total
+
+
+def tool_message(name: str, result: Any) -> dict[str, Any]:
+    """The ``tool`` message that reports a call's answer to the model:
+    compact JSON (S15), secrets redacted, marker-like markup defused (the
+    answer is untrusted text)."""
+    from memory.compression import compress_tool_result
+    from memory.redaction import redact_obj
+
+    text = prompt_mod.dumps_compact(redact_obj(result))
+    if len(text) > MAX_TOOL_MESSAGE_CHARS:
+        text = prompt_mod.dumps_compact({"summary": compress_tool_result(result), "truncated": True})
+    return {"role": "tool", "content": prompt_mod.defuse_markup(text), "tool_name": name}
+
+
+def rebuild_prompt(
+    prepared: PreparedTurn,
+    context: ExecutionContext,
+    exchange: list[dict[str, Any]],
+    *,
+    reply_reserve: int,
+    offer_tools: bool,
+) -> PreparedTurn:
+    """The prompt of the next model call of a turn that called tools.
+
+    The system prompt is rebuilt around the execution context as the last
+    call left it (S1: the answer travels as JSON in ``<|execution_context|>``
+    and in the tool message, never as assistant chat text). The exchange is
+    budgeted like everything else: it is reserved out of the context window
+    first, then the other parts are fitted (and trimmed in S19's order).
+    Raises ``ContextOverflow`` when the exchange alone leaves no room."""
+    assert prepared.parts is not None, "prepare_turn sets parts"
+    parts = replace(prepared.parts, execution_context=context.as_dict())
+    extra = exchange_tokens(exchange)
+    if reply_reserve + extra >= prepared.context_size:
+        raise prompt_mod.ContextOverflow(reply_reserve + extra, prepared.context_size - reply_reserve)
+    built = prompt_mod.build_prompt(
+        parts,
+        context_size=prepared.context_size,
+        reply_reserve=reply_reserve + extra,
+        tools=prepared.tool_definitions() if offer_tools else None,
+    )
+    prompt = prompt_mod.BuiltPrompt(
+        messages=[*built.messages, *exchange],
+        prompt_tokens=built.prompt_tokens + extra,
+        budget=prepared.context_size - reply_reserve,
+        trimmed=built.trimmed,
+    )
+    return replace(prepared, parts=parts, prompt=prompt)
+
+
+async def run_tool_call(
+    tenant: Tenant,
+    session: ChatSession,
+    message: Message,
+    prepared: PreparedTurn,
+    call: dict[str, Any],
+    *,
+    round_no: int,
+    index: int,
+) -> tuple[ExecutionContext, dict[str, Any]]:
+    """Run one tool call the model asked for: update the execution context,
+    call the tenant (arguments checked against the tool's schema first),
+    record the answer. Returns the context as written and the tool message
+    for the model. A tool that is unknown, gets bad arguments, fails or times
+    out yields a structured error; the turn goes on."""
+    from chat.context import ToolBusy, do_finish_tool_call, do_start_tool_call, session_tool_lock
+    from chat.services import execution_context
+
+    function = call.get("function") or {}
+    name = str(function.get("name") or "")[:100]
+    arguments = function.get("arguments")
+    arguments = dict(arguments) if isinstance(arguments, dict) else arguments
+    tool = prepared.tools.get(name)
+    try:
+        async with session_tool_lock(session):
+            started = await database_sync_to_async(do_start_tool_call)(tenant, session, name=name, arguments=arguments)
+            if tool is None:
+                outcome = tools_mod.tool_error("unknown_tool", f"there is no tool named {name!r}")
+            elif (problem := tools_mod.validate_arguments(tool.parameters, arguments)) is not None:
+                outcome = tools_mod.tool_error("invalid_arguments", problem)
+            else:
+                outcome = await tools_mod.call_tool(
+                    tenant,
+                    tool,
+                    arguments,
+                    session_id=session.pk,
+                    end_user_id=prepared.end_user_id,
+                    call_id=f"turn:{message.pk}:{round_no}.{index}",
+                )
+            context = await database_sync_to_async(do_finish_tool_call)(
+                tenant,
+                session,
+                message,
+                name=name,
+                arguments=arguments,
+                outcome=outcome,
+                expected_version=started.version,
+                round_no=round_no,
+            )
+    except ToolBusy as exc:
+        logger.warning("turn %s: %s", message.pk, exc)
+        outcome = tools_mod.tool_error("tool_busy", "another tool call of this session is still running")
+        context = await database_sync_to_async(execution_context)(tenant, session)
+    # Only registered names become label values: the model can invent any name.
+    metrics.TOOL_CALLS.labels(tenant=tenant.slug, tool=name if tool else "unknown", outcome=outcome.metric).inc()
+    if not outcome.ok:
+        logger.info("turn %s: tool %r failed: %s", message.pk, name, outcome.error_code)
+    return context, tool_message(name, outcome.result)
