@@ -8,11 +8,11 @@ import json
 import logging
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import ValidationError
 
 from chat import services
+from chat.db import unit_of_work
 from chat.prompt import ContextOverflow
 from config.errors import ApiError
 from memory import metrics
@@ -97,7 +97,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.error("bad_frame", "limit must be an integer between 1 and 200")
             return
         try:
-            page, has_more = await database_sync_to_async(services.list_messages)(
+            page, has_more = await unit_of_work(services.list_messages)(
                 self.tenant, self.session, before=frame.get("before"), limit=limit
             )
         except (ApiError, ValueError, ValidationError):

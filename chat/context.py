@@ -31,12 +31,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
-from channels.db import database_sync_to_async
 from django.db import connections
 from django.db.models import Max
 from django.utils import timezone
 
 from chat.access import require_session_id
+from chat.db import unit_of_work
 from chat.models import ChatSession, ExecutionContext, Message
 from chat.prompt import dumps_compact
 from chat.tools import ToolOutcome
@@ -80,7 +80,7 @@ async def session_tool_lock(session: ChatSession, *, wait_s: float = LOCK_WAIT_S
     short units of work on other threads; closing it releases the lock, and a
     crashed process releases it too. Raises :class:`ToolBusy` after
     ``wait_s`` seconds of waiting."""
-    params = await database_sync_to_async(_connection_params)()
+    params = await unit_of_work(_connection_params)()
     conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
     try:
         await conn.execute(f"SET lock_timeout = '{int(wait_s * 1000)}ms'")

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.db.models import Max
 from django.utils import timezone
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
 from chat.access import require_session_id
+from chat.db import unit_of_work
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.models import ChatSession, ExecutionContext, Message, Tool
 from chat.tool_calls import rebuild_prompt, run_tool_call
@@ -415,7 +415,7 @@ async def run_turn(
     again with the answers, at most ``MAX_TOOL_ROUNDS`` rounds. ``usage``
     adds up every model call of the turn."""
     text, client_msg_id = check_message(text, client_msg_id)
-    message, stored_reply = await database_sync_to_async(store_user_message)(tenant, session, text, client_msg_id)
+    message, stored_reply = await unit_of_work(store_user_message)(tenant, session, text, client_msg_id)
     if on_ack is not None:
         await on_ack(str(message.pk))
     if stored_reply is not None:
@@ -431,7 +431,7 @@ async def run_turn(
         raise TurnFailed(
             exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk)
         ) from exc
-    prepared = await database_sync_to_async(prepare_turn)(tenant, session, message, context_size)
+    prepared = await unit_of_work(prepare_turn)(tenant, session, message, context_size)
 
     reply_id = str(uuid.uuid4())
     pieces: list[str] = []
@@ -485,14 +485,14 @@ async def run_turn(
         partial = "".join(pieces)
         if partial:
             await asyncio.shield(
-                database_sync_to_async(finish_turn)(
+                unit_of_work(finish_turn)(
                     tenant, session, message, reply_id, partial, prepared, usage, status=Message.Status.PARTIAL
                 )
             )
         raise
     metrics.OLLAMA_LATENCY.observe(time.perf_counter() - started)
     reply_text = "".join(pieces)
-    await database_sync_to_async(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
+    await unit_of_work(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
     return TurnResult(
         message_id=str(message.pk),
         reply_id=reply_id,

@@ -15,10 +15,9 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from channels.db import database_sync_to_async
-
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
+from chat.db import unit_of_work
 from chat.models import ChatSession, ExecutionContext, Message
 from chat.tokens import count_tokens, render_message
 from memory import metrics
@@ -120,7 +119,7 @@ async def run_tool_call(
     tool = prepared.tools.get(name)
     try:
         async with session_tool_lock(session):
-            started = await database_sync_to_async(do_start_tool_call)(tenant, session, name=name, arguments=arguments)
+            started = await unit_of_work(do_start_tool_call)(tenant, session, name=name, arguments=arguments)
             if tool is None:
                 outcome = tools_mod.tool_error("unknown_tool", f"there is no tool named {name!r}")
             elif (problem := tools_mod.validate_arguments(tool.parameters, arguments)) is not None:
@@ -134,7 +133,7 @@ async def run_tool_call(
                     end_user_id=prepared.end_user_id,
                     call_id=f"turn:{message.pk}:{round_no}.{index}",
                 )
-            context = await database_sync_to_async(do_finish_tool_call)(
+            context = await unit_of_work(do_finish_tool_call)(
                 tenant,
                 session,
                 message,
@@ -147,7 +146,7 @@ async def run_tool_call(
     except ToolBusy as exc:
         logger.warning("turn %s: %s", message.pk, exc)
         outcome = tools_mod.tool_error("tool_busy", "another tool call of this session is still running")
-        context = await database_sync_to_async(execution_context)(tenant, session)
+        context = await unit_of_work(execution_context)(tenant, session)
     # Only registered names become label values: the model can invent any name.
     metrics.TOOL_CALLS.labels(tenant=tenant.slug, tool=name if tool else "unknown", outcome=outcome.metric).inc()
     if not outcome.ok:

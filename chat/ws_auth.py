@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from channels.db import database_sync_to_async
-
 from chat.access import SessionError, parse_session_id, resolve_session
+from chat.db import unit_of_work
 from chat.models import ChatSession
 from chat.session_tokens import InvalidToken, read_token
 from tenants.models import Tenant
@@ -79,7 +78,7 @@ class TokenAuthMiddleware:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         scope = dict(scope)
-        outcome = await database_sync_to_async(authenticate)(scope)
+        outcome = await unit_of_work(authenticate)(scope)
         if isinstance(outcome, Reject):
             scope["memdesk_reject"] = outcome
         else:

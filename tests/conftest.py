@@ -106,3 +106,18 @@ def _close_worker_thread_connections() -> Iterator[None]:
     executor = getattr(SyncToAsync, "single_thread_executor", None)
     if executor is not None:
         executor.submit(connections.close_all).result(timeout=10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _end_leftover_connections(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """Before the test database is dropped, end the connections that worker
+    threads (database_sync_to_async pools, servers started by tests) still
+    hold, so the drop does not fail with "being accessed by other users"."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
