@@ -121,6 +121,21 @@ else:
         "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 0, minimum=0),
     }
 _db.setdefault("CONN_HEALTH_CHECKS", True)
+# Optional bounded connection pool per process (psycopg_pool). Under ASGI each
+# concurrent HTTP request runs in its own thread with its own connection: 100
+# concurrent requests exhaust a default max_connections=100 (measured with
+# bench/chat_load.py). Off by default (0) until the pool's interplay with the
+# chat runtime's worker threads is verified — docs/operations.md; use
+# PgBouncer in front of PostgreSQL meanwhile.
+DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 0, minimum=0)
+if DB_POOL_MAX_SIZE:
+    if _db.get("CONN_MAX_AGE"):
+        raise ImproperlyConfigured("DB_CONN_MAX_AGE must be 0 when the connection pool is on (DB_POOL_MAX_SIZE > 0)")
+    _db.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": envfloat("DB_POOL_TIMEOUT_S", 30.0, minimum=0.1),
+    }
 # Each test run gets its own database so parallel runs on one server never collide.
 _db["TEST"] = {"NAME": f"test_memdesk_{os.getpid()}"}
 DATABASES = {"default": _db}
