@@ -1,0 +1,205 @@
+"""Shared helpers for the benchmarks in ``bench/``.
+
+- :func:`setup_django` points Django at a dedicated benchmark database on the
+  embedded PostgreSQL (``memdesk_bench_*``, created from ``template1``, which
+  carries the ``vector`` extension) so a run never touches the dev data, and
+  migrates it.
+- :class:`Timer`, :func:`percentile`, :func:`summarise` for latency figures.
+- :func:`machine_info` for the record (CPU, cores, RAM, Python, PostgreSQL,
+  pgvector) and :func:`write_result` for ``bench/out/<name>.json``.
+
+Benchmarks are not tests: run them by hand, one at a time, ``nice -n 10``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+OUT_DIR = BENCH_DIR / "out"
+
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+# --- database ---------------------------------------------------------------------------------------------
+
+
+def _superuser_conn(dbname: str = "postgres") -> Any:
+    import psycopg
+    from django.conf import settings
+
+    from config.embedded_pg import ensure_embedded
+
+    server = ensure_embedded(settings.EMBEDDED_PG_DIR)
+    return psycopg.connect(host=server.socket_dir, user="postgres", dbname=dbname, autocommit=True)
+
+
+def setup_django(dbname: str, *, fresh: bool = False, migrate: bool = True) -> None:
+    """Configure Django on its own benchmark database ``dbname`` (created if
+    missing; dropped and recreated when ``fresh``) and migrate it.
+
+    Only the embedded server is supported: with ``DATABASE_URL`` set the
+    benchmark would need a database it may create, so we refuse rather than
+    write into a production database by mistake.
+    """
+    if not dbname.startswith("memdesk_bench"):
+        raise ValueError("benchmark databases are named memdesk_bench*")
+    if os.environ.get("DATABASE_URL"):
+        raise SystemExit("bench: unset DATABASE_URL; benchmarks run on the embedded PostgreSQL only")
+    from django.conf import settings
+
+    settings.DATABASES["default"]["NAME"] = dbname  # before any connection is opened
+    with _superuser_conn() as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
+        if exists and fresh:
+            conn.execute(f'DROP DATABASE "{dbname}" WITH (FORCE)')
+            exists = None
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{dbname}" OWNER memdesk TEMPLATE template1')
+    import django
+
+    django.setup()
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0, interactive=False)
+
+
+def pg_versions() -> dict[str, str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        server = cursor.fetchone()[0]
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    return {"postgresql": server, "pgvector": row[0] if row else "missing"}
+
+
+# --- timing -----------------------------------------------------------------------------------------------
+
+
+class Timer:
+    """``with Timer() as t: ...`` then ``t.ms``."""
+
+    def __enter__(self) -> Timer:
+        self.start = time.perf_counter()
+        self.ms = 0.0
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.ms = (time.perf_counter() - self.start) * 1000
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), ``q`` in [0, 100]."""
+    if not values:
+        return math.nan
+    data = sorted(values)
+    pos = (len(data) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if lo == hi:
+        return float(data[lo])
+    return float(data[lo] + (data[hi] - data[lo]) * (pos - lo))
+
+
+def summarise(values: Iterable[float]) -> dict[str, float]:
+    data = list(values)
+    if not data:
+        return {"n": 0}
+    return {
+        "n": len(data),
+        "mean": round(sum(data) / len(data), 3),
+        "p50": round(percentile(data, 50), 3),
+        "p95": round(percentile(data, 95), 3),
+        "p99": round(percentile(data, 99), 3),
+        "max": round(max(data), 3),
+    }
+
+
+# --- machine and output -----------------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _ram_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def machine_info(*, with_db: bool = True) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "ram_gib": _ram_gib(),
+        "python": sys.version.split()[0],
+        "loadavg_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    }
+    try:
+        import django
+        import torch
+
+        info["django"] = django.get_version()
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+    except Exception:  # pragma: no cover - informational only
+        pass
+    if with_db:
+        info.update(pg_versions())
+    return info
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
+    return path
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table (printable and pasteable into RESULTS.md)."""
+
+    def fmt(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
