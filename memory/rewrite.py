@@ -90,7 +90,11 @@ RULES: tuple[RewriteRule, ...] = (
     _rule(
         "batch_progress",
         r"进度(?:如何|怎么样|怎样|到哪了?)?|完成(?:多少|几个)了|还剩(?:多少|几个)|到哪一步了|" + _B
-        + r"(?:how(?:'s| is) it going|progress|how far along|how many (?:are )?(?:left|done|remaining))" + _E,
+        # English "progress" only with a batch word or alone: "Gina's progress with her store" is not a batch
+        # (LoCoMo questions misfired on the bare word), and "how's it going" is a greeting.
+        + r"(?:(?:batch|import|job|task|upload)(?:'s)? progress|progress (?:of|on|with) (?:the |my |this )?"
+        + r"(?:batch|import|job|task|upload)|^\s*(?:(?:what(?:'s| is) the|any) )?progress\s*\??\s*$|how far along|"
+        + r"how many (?:are )?(?:left|done|remaining))" + _E,
         "当前批量操作的进度（已完成数/总数）",
         "progress of the current batch operation (completed/total)",
         ("batch_operation",),
