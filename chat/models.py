@@ -10,14 +10,14 @@ from django.db import models
 from django.utils import timezone
 
 from tenants.models import EndUser, Tenant
-from tenants.scoping import TenantManager
+from tenants.scoping import TenantOwned
 
 
 def _default_expiry():  # noqa: ANN202 - Django default callable
     return timezone.now() + timedelta(seconds=settings.SESSION_TOKEN_TTL_S)
 
 
-class ChatSession(models.Model):
+class ChatSession(TenantOwned):
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
@@ -42,12 +42,7 @@ class ChatSession(models.Model):
         default=False, help_text="An amnesia alert fired during the current empty-recall streak."
     )
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         indexes = [models.Index(fields=["tenant", "end_user", "-created_at"], name="session_by_user")]
 
     def __str__(self) -> str:
@@ -62,7 +57,7 @@ class ChatSession(models.Model):
         return self.status == self.Status.OPEN and self.expires_at > now
 
 
-class Message(models.Model):
+class Message(TenantOwned):
     class Role(models.TextChoices):
         USER = "user", "User"
         ASSISTANT = "assistant", "Assistant"
@@ -85,12 +80,7 @@ class Message(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     seq = models.PositiveIntegerField(default=0, editable=False, help_text="Order within the session.")
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         ordering = ["seq"]
         indexes = [models.Index(fields=["session", "seq"], name="message_by_session")]
         constraints = [
@@ -105,7 +95,7 @@ class Message(models.Model):
         return f"{self.role}: {self.text[:40]}"
 
 
-class ExecutionContext(models.Model):
+class ExecutionContext(TenantOwned):
     """The runtime's structured execution context of one session (seed S1).
 
     Never chat text: it enters the prompt only as JSON inside
@@ -122,12 +112,6 @@ class ExecutionContext(models.Model):
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
 
     def __str__(self) -> str:
         return f"context of {self.session_id}"
@@ -141,7 +125,7 @@ class ExecutionContext(models.Model):
         }
 
 
-class Tool(models.Model):
+class Tool(TenantOwned):
     """An action a tenant's agent may take (API.md "Tools"): the model calls it
     by ``name`` with arguments valid against ``parameters`` (a JSON Schema
     object), and memdesk POSTs the call, signed, to the tenant's ``url``."""
@@ -155,12 +139,7 @@ class Tool(models.Model):
     timeout_s = models.PositiveSmallIntegerField(default=10)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="uniq_tool_name")]
 
@@ -168,7 +147,7 @@ class Tool(models.Model):
         return self.name
 
 
-class Batch(models.Model):
+class Batch(TenantOwned):
     """A batch operation (seed S12): one tool called once per item, one item
     at a time, by the background worker.
 
@@ -201,12 +180,7 @@ class Batch(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         indexes = [models.Index(fields=["session", "-created_at"], name="batch_by_session")]
 
     def __str__(self) -> str:

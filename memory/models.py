@@ -22,7 +22,7 @@ from pgvector.django import VectorField
 
 from chat.models import ChatSession, Message
 from tenants.models import EndUser, Tenant
-from tenants.scoping import TenantManager
+from tenants.scoping import TenantOwned
 
 EMBEDDING_DIM = 384
 MAX_CONTENT = 150
@@ -43,7 +43,7 @@ class MemoryType(models.TextChoices):
 SESSION_TYPES = frozenset({MemoryType.SESSION_STATE.value, MemoryType.BATCH_OPERATION.value})
 
 
-class MemoryUnit(models.Model):
+class MemoryUnit(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="memories")
@@ -73,12 +73,7 @@ class MemoryUnit(models.Model):
     search_text = models.TextField(blank=True, default="")
     search_vector = SearchVectorField(null=True)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         indexes = [
             # Recall scans one end user's (or one session's) rows exactly; see docs/memory.md.
             models.Index(fields=["tenant", "end_user", "expires_at"], name="mem_scope_user"),
@@ -115,7 +110,7 @@ class MemoryUnit(models.Model):
         return self.created_at <= as_of < self.expires_at
 
 
-class MemoryEvent(models.Model):
+class MemoryEvent(TenantOwned):
     """Audit trail: one row per change or use of a memory; outlives the memory."""
 
     class Kind(models.TextChoices):
@@ -149,19 +144,14 @@ class MemoryEvent(models.Model):
     note = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
-class AmnesiaAlert(models.Model):
+class AmnesiaAlert(TenantOwned):
     """Seed S8: three consecutive turns in a session where neither the rule
     nor the vector stage found anything, and the reply admits it
     (「我不太记得」, "I don't remember", …)."""
@@ -173,12 +163,7 @@ class AmnesiaAlert(models.Model):
     phrase = models.CharField(max_length=100)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         indexes = [models.Index(fields=["tenant", "created_at"], name="amnesia_by_tenant")]
 
     def __str__(self) -> str:

@@ -12,7 +12,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
-from tenants.scoping import TenantManager
+from tenants.scoping import TenantOwned
 
 API_KEY_PREFIX = "mdk_live_"
 
@@ -79,7 +79,7 @@ def hash_api_key(plain: str) -> str:
     return hmac.new(settings.SECRET_KEY.encode(), plain.encode(), hashlib.sha256).hexdigest()
 
 
-class ApiKey(models.Model):
+class ApiKey(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, default="default")
@@ -89,12 +89,6 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
@@ -126,7 +120,7 @@ class ApiKey(models.Model):
         return key
 
 
-class EndUser(models.Model):
+class EndUser(TenantOwned):
     """A tenant's customer, known by the tenant's own id for them."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -134,12 +128,7 @@ class EndUser(models.Model):
     external_id = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
-    objects = TenantManager()
-    all_objects = models.Manager()
-
-    class Meta:
-        default_manager_name = "all_objects"
-        base_manager_name = "all_objects"
+    class Meta(TenantOwned.Meta):
         constraints = [models.UniqueConstraint(fields=["tenant", "external_id"], name="uniq_end_user")]
 
     def __str__(self) -> str:

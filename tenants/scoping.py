@@ -63,3 +63,18 @@ class TenantManager(models.Manager):
         if any(getattr(obj, "tenant_id", None) is None for obj in objs):
             raise UnscopedQueryError(f"{self.model.__name__}.objects.bulk_create: every row needs a tenant")
         return self._base().bulk_create(objs, **kwargs)
+
+
+class TenantOwned(models.Model):
+    """Base of every tenant-owned model: ``objects`` is the scoped manager
+    (every query names its tenant); ``all_objects`` is Django's plain manager,
+    used for related lookups and by code that already holds a scoped parent,
+    and by the admin, which filters by membership itself."""
+
+    objects = TenantManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        abstract = True
+        default_manager_name = "all_objects"
+        base_manager_name = "all_objects"
