@@ -10,7 +10,7 @@ Following "One chat turn" in DESIGN.md:
 5. stream the reply from Ollama, relaying deltas;
 6. store the reply, extract the facts the agent stated, apply feedback.
 
-Each database step is its own short transaction (``database_sync_to_async``
+Each database step is its own short transaction (``chat.db.unit_of_work``
 units of work); nothing is held open while the model generates. If the model
 fails, the user message stays stored and the same ``client_msg_id`` can be
 retried; a disconnect cancels generation and keeps what was produced.
