@@ -112,7 +112,6 @@ class ExecutionContext(TenantOwned):
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 
-
     def __str__(self) -> str:
         return f"context of {self.session_id}"
 

@@ -131,8 +131,12 @@ def summarize(
         raise ValueError("target_chars must be at least 1")
     window = [(role, redact(text or "")) for role, text in list(turns)[-WINDOW:] if role not in _SKIPPED_ROLES]
     code = (language or "").lower()
-    lang = "zh" if code.startswith("zh") else "en" if code.startswith("en") else detect_language(
-        " ".join(text for _, text in window)
+    lang = (
+        "zh"
+        if code.startswith("zh")
+        else "en"
+        if code.startswith("en")
+        else detect_language(" ".join(text for _, text in window))
     )
     tokenizer = SentenceTokenizer()
 

@@ -62,7 +62,8 @@ RULES: tuple[RewriteRule, ...] = (
     ),
     _rule(
         "last_operation",
-        r"(?:按|照|用|跟|和)?上次的?(?:方式|办法|做法|操作|流程)|跟上次一样|和上次一样|照旧|老样子|" + _B
+        r"(?:按|照|用|跟|和)?上次的?(?:方式|办法|做法|操作|流程)|跟上次一样|和上次一样|照旧|老样子|"
+        + _B
         + r"(?:(?:the )?same (?:way|thing) as (?:last time|before)|like last time|as (?:I did )?last time|the usual)"
         + _E,
         "用户上一次成功执行的操作及其参数",
@@ -73,7 +74,8 @@ RULES: tuple[RewriteRule, ...] = (
         "tracking",
         r"(?:我的)?(?:快递|物流|运)单号|(?:我的)?(?:快递|包裹|物流)(?:信息|状态)?到哪(?:里|儿)?了?|物流(?:信息|状态)|"
         + _B
-        + r"(?:tracking(?: number| no\.?| code)?|where(?:'s| is) my (?:package|parcel|delivery))" + _E,
+        + r"(?:tracking(?: number| no\.?| code)?|where(?:'s| is) my (?:package|parcel|delivery))"
+        + _E,
         "用户订单的快递单号及物流状态",
         "the tracking number and delivery status of the user's order",
         ("tracking_number",),
@@ -81,28 +83,34 @@ RULES: tuple[RewriteRule, ...] = (
     _rule(
         "order",
         r"(?:查(?:一下|下)?(?:我的|那个|这个)?|我的|那个|这个)订单(?:状态|进度|号|到哪(?:里|儿)?了?|怎么样了?)?|"
-        r"订单(?:状态|进度|号|到哪(?:里|儿)?了?)|" + _B
-        + r"(?:my (?:last |recent )?order|order status|where(?:'s| is) my order|check (?:on )?(?:my |the )?order)" + _E,
+        r"订单(?:状态|进度|号|到哪(?:里|儿)?了?)|"
+        + _B
+        + r"(?:my (?:last |recent )?order|order status|where(?:'s| is) my order|check (?:on )?(?:my |the )?order)"
+        + _E,
         "用户的订单号及订单状态",
         "the user's order number and order status",
         ("order_id",),
     ),
     _rule(
         "batch_progress",
-        r"进度(?:如何|怎么样|怎样|到哪了?)?|完成(?:多少|几个)了|还剩(?:多少|几个)|到哪一步了|" + _B
+        r"进度(?:如何|怎么样|怎样|到哪了?)?|完成(?:多少|几个)了|还剩(?:多少|几个)|到哪一步了|"
+        + _B
         # English "progress" only with a batch word or alone: "Gina's progress with her store" is not a batch
         # (LoCoMo questions misfired on the bare word), and "how's it going" is a greeting.
         + r"(?:(?:batch|import|job|task|upload)(?:'s)? progress|progress (?:of|on|with) (?:the |my |this )?"
         + r"(?:batch|import|job|task|upload)|^\s*(?:(?:what(?:'s| is) the|any) )?progress\s*\??\s*$|how far along|"
-        + r"how many (?:are )?(?:left|done|remaining))" + _E,
+        + r"how many (?:are )?(?:left|done|remaining))"
+        + _E,
         "当前批量操作的进度（已完成数/总数）",
         "progress of the current batch operation (completed/total)",
         ("batch_operation",),
     ),
     _rule(
         "phone",
-        r"(?:我的|我)?(?:手机号码?|电话号码?|联系方式)|那个号码?|" + _B
-        + r"(?:my (?:phone|mobile|cell)(?: number)?|my number|contact number)" + _E,
+        r"(?:我的|我)?(?:手机号码?|电话号码?|联系方式)|那个号码?|"
+        + _B
+        + r"(?:my (?:phone|mobile|cell)(?: number)?|my number|contact number)"
+        + _E,
         "用户的手机号码",
         "the user's phone number",
         ("phone",),
@@ -137,8 +145,10 @@ RULES: tuple[RewriteRule, ...] = (
     ),
     _rule(
         "topic_reference",
-        r"刚才(?:说|聊)的(?:那件事|事情|问题)|之前的问题|那件事|" + _B
-        + r"(?:what we were (?:talking|discussing) about|my (?:earlier|previous) question)" + _E,
+        r"刚才(?:说|聊)的(?:那件事|事情|问题)|之前的问题|那件事|"
+        + _B
+        + r"(?:what we were (?:talking|discussing) about|my (?:earlier|previous) question)"
+        + _E,
         "本次会话当前咨询的主题",
         "the topic of the current conversation",
         ("current_topic",),

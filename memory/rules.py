@@ -136,9 +136,18 @@ _MONTH_NAMES = {
     name: index
     for index, names in enumerate(
         (
-            ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
-            ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"),
-            ("nov", "november"), ("dec", "december"),
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
         ),
         start=1,
     )
@@ -151,7 +160,15 @@ _WEEKDAYS_EN = {
     for index, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
 }
 _RELATIVE_DAYS_ZH = {
-    "大后天": 3, "后天": 2, "明天": 1, "明早": 1, "明晚": 1, "今天": 0, "今晚": 0, "昨天": -1, "前天": -2,
+    "大后天": 3,
+    "后天": 2,
+    "明天": 1,
+    "明早": 1,
+    "明晚": 1,
+    "今天": 0,
+    "今晚": 0,
+    "昨天": -1,
+    "前天": -2,
 }
 _RELATIVE_DAYS_EN = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
 
@@ -174,13 +191,17 @@ _DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("mdy_en", re.compile(r"(?<!\d)(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})(?!\d)")),
     (
         "month_day",
-        re.compile(_A + r"(?P<mon>" + _MONTH_RE + r")\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{4}))?" + _Z,
-                   re.IGNORECASE),
+        re.compile(
+            _A + r"(?P<mon>" + _MONTH_RE + r")\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{4}))?" + _Z,
+            re.IGNORECASE,
+        ),
     ),
     (
         "day_month",
-        re.compile(_A + r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>" + _MONTH_RE + r")(?:,?\s+(?P<y>\d{4}))?"
-                   + _Z, re.IGNORECASE),
+        re.compile(
+            _A + r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>" + _MONTH_RE + r")(?:,?\s+(?P<y>\d{4}))?" + _Z,
+            re.IGNORECASE,
+        ),
     ),
     ("rel_zh", re.compile("|".join(_RELATIVE_DAYS_ZH))),
     ("week_zh", re.compile(r"(?P<which>下|这|本)?(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")),
@@ -188,8 +209,11 @@ _DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rel_en", re.compile(_A + r"(?:today|tonight|tomorrow|yesterday)" + _Z, re.IGNORECASE)),
     (
         "week_en",
-        re.compile(_A + r"(?:(?P<which>next|this|on)\s+)(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
-                   r"sunday)" + _Z, re.IGNORECASE),
+        re.compile(
+            _A + r"(?:(?P<which>next|this|on)\s+)(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"sunday)" + _Z,
+            re.IGNORECASE,
+        ),
     ),
     ("in_days_en", re.compile(_A + r"in\s+(?P<n>\d{1,3})\s+days?" + _Z, re.IGNORECASE)),
 )
@@ -280,8 +304,13 @@ def _extract_dates(state: _Extraction) -> None:
             iso = moment.astimezone(UTC).isoformat()
             spoken = state.text[match.start() : end].strip()
             state.add(
-                _Found(match.start(), end, "date", iso, {"date": iso, "local_date": day.isoformat(),
-                                                         "granularity": granularity, "text": spoken})
+                _Found(
+                    match.start(),
+                    end,
+                    "date",
+                    iso,
+                    {"date": iso, "local_date": day.isoformat(), "granularity": granularity, "text": spoken},
+                )
             )
 
 
@@ -355,10 +384,32 @@ _AMOUNT_UNIT = re.compile(
     re.IGNORECASE,
 )
 _CURRENCIES = {
-    "¥": "CNY", "￥": "CNY", "元": "CNY", "块": "CNY", "块钱": "CNY", "cny": "CNY", "rmb": "CNY", "yuan": "CNY",
-    "$": "USD", "us$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD", "bucks": "USD", "美元": "USD",
-    "美金": "USD", "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "欧元": "EUR",
-    "£": "GBP", "gbp": "GBP", "pound": "GBP", "pounds": "GBP", "英镑": "GBP",
+    "¥": "CNY",
+    "￥": "CNY",
+    "元": "CNY",
+    "块": "CNY",
+    "块钱": "CNY",
+    "cny": "CNY",
+    "rmb": "CNY",
+    "yuan": "CNY",
+    "$": "USD",
+    "us$": "USD",
+    "usd": "USD",
+    "dollar": "USD",
+    "dollars": "USD",
+    "bucks": "USD",
+    "美元": "USD",
+    "美金": "USD",
+    "€": "EUR",
+    "eur": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "欧元": "EUR",
+    "£": "GBP",
+    "gbp": "GBP",
+    "pound": "GBP",
+    "pounds": "GBP",
+    "英镑": "GBP",
 }
 _CURRENCY_SYMBOL = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£"}
 _ADDRESS_KEYWORD = re.compile(
@@ -379,14 +430,18 @@ _EN_ADDRESS = re.compile(
     r"(?:,\s*[A-Z][a-zA-Z]+(?:\s[A-Z][a-zA-Z]+)*)?(?:,\s*[A-Z]{2})?(?:\s+\d{5}(?:-\d{4})?)?"
 )
 _PRODUCT_KEYWORD = re.compile(
-    r"(?:产品型号|型号|机型|货号|(?<![A-Za-z])model(?:\s*(?:number|no\.?))?)" + _SEP
-    + r"(?P<v>[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){1,29})" + _Z,
+    r"(?:产品型号|型号|机型|货号|(?<![A-Za-z])model(?:\s*(?:number|no\.?))?)"
+    + _SEP
+    + r"(?P<v>[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){1,29})"
+    + _Z,
     re.IGNORECASE,
 )
 _MODEL_PART = r"(?:\d+[A-Za-z]*|Pro|Max|Plus|Ultra|Mini|mini|Air|SE|Lite|Carbon|Paperwhite|Nova|Mate|X\d+|M\d|[A-Z]\d+)"
 _PRODUCT_BRAND = re.compile(
     r"(?<![A-Za-z])(?P<v>(?:iPhone|iPad|MacBook|iMac|AirPods|Apple\sWatch|Galaxy|Pixel|Redmi|Xiaomi|ThinkPad|Surface|"
-    r"Kindle|PlayStation|PS5|Nintendo\sSwitch|Mate|华为|小米|荣耀|OPPO|vivo|戴森|Dyson)(?:\s?" + _MODEL_PART + r")*)"
+    r"Kindle|PlayStation|PS5|Nintendo\sSwitch|Mate|华为|小米|荣耀|OPPO|vivo|戴森|Dyson)(?:\s?"
+    + _MODEL_PART
+    + r")*)"
     + _Z
 )
 _NAME_SURNAME_ZH = re.compile(r"(?:本人|我|免贵)姓\s*(?P<v>[" + _CJK + r"]{1,2})")
@@ -429,8 +484,11 @@ def _extract_emails(state: _Extraction) -> None:
 
 
 def _extract_codes(state: _Extraction) -> None:
-    for pattern, key in ((_TRACKING_KEYWORD, "tracking_number"), (_TRACKING_BARE, "tracking_number"),
-                         (_ORDER, "order_id")):
+    for pattern, key in (
+        (_TRACKING_KEYWORD, "tracking_number"),
+        (_TRACKING_BARE, "tracking_number"),
+        (_ORDER, "order_id"),
+    ):
         for match in pattern.finditer(state.text):
             value = match.group("v")
             start, end = match.span("v")
@@ -537,8 +595,16 @@ def _extract_names(state: _Extraction) -> None:
         surname = match.group("v")
         surname = surname if surname in SURNAMES else surname[:1]
         if surname in SURNAMES and state.free(*match.span("v")):
-            state.add(_Found(match.start("v"), match.start("v") + len(surname), "name", surname, {"surname": surname},
-                             label="surname"))
+            state.add(
+                _Found(
+                    match.start("v"),
+                    match.start("v") + len(surname),
+                    "name",
+                    surname,
+                    {"surname": surname},
+                    label="surname",
+                )
+            )
     for match in _NAME_INTRO_ZH.finditer(state.text):
         rest = state.text[match.end() : match.end() + 12]
         tokens = pos_cut(re.split(f"[^{_CJK}·]", rest, maxsplit=1)[0]) if rest else []
@@ -665,8 +731,9 @@ def is_confirmation(text: str) -> bool:
     if re.match(r"对了", bare):  # 「对了」 means "by the way", not "right"
         return False
     without_idioms = re.sub(r"没错儿?|没问题|无误", "", bare)
-    if re.search(r"[不没未别无非]|(?<![A-Za-z])(?:no|not|nope|wrong|but|however)(?![A-Za-z])|n't", without_idioms,
-                 re.IGNORECASE):
+    if re.search(
+        r"[不没未别无非]|(?<![A-Za-z])(?:no|not|nope|wrong|but|however)(?![A-Za-z])|n't", without_idioms, re.IGNORECASE
+    ):
         return False
     if not (_CONFIRM_STRONG.search(bare) or re.search(r"没错|没问题", bare)):
         return False
@@ -731,6 +798,7 @@ def _content(item: _Found, language: Language, change: bool) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------------------------
+
 
 def extract_facts(
     text: str,

@@ -129,8 +129,10 @@ def detect_topic_switch(text: str, *, previous_topic: str | None = None) -> Topi
                 return None
             old = (match.group("old") or match.group("old2") or previous_topic or "").strip(" ，,")
             marker = match.group(0).strip()
-            reason = f"dismissed {old!r} ({marker!r}) and asked for {new_topic!r}" if old else (
-                f"dismissal {marker!r} followed by a new request {new_topic!r}"
+            reason = (
+                f"dismissed {old!r} ({marker!r}) and asked for {new_topic!r}"
+                if old
+                else (f"dismissal {marker!r} followed by a new request {new_topic!r}")
             )
             return TopicSwitch(new_topic, f"{lang}: {reason}")
     for pattern, lang in ((_ANNOUNCE_ZH, "zh"), (_ANNOUNCE_EN, "en")):

@@ -89,7 +89,6 @@ class ApiKey(TenantOwned):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
-
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
 

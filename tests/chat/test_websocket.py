@@ -194,4 +194,3 @@ async def test_two_tabs_of_one_session_both_see_the_reply(acme, opened, fake_oll
     assert done1["text"] == "同步回复"
     await tab1.disconnect()
     await tab2.disconnect()
-

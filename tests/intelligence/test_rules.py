@@ -314,8 +314,18 @@ def test_every_fact_follows_the_lifetime_table_and_fits_150_chars() -> None:
     facts = extract_facts(text, now=NOW)
 
     keys = {fact.key for fact in facts}
-    assert {"name", "phone", "email", "address", "order_id", "tracking_number", "product", "amount", "date",
-            "current_topic"} <= keys
+    assert {
+        "name",
+        "phone",
+        "email",
+        "address",
+        "order_id",
+        "tracking_number",
+        "product",
+        "amount",
+        "date",
+        "current_topic",
+    } <= keys
     for fact in facts:
         assert (fact.type, fact.expires_in) == LIFETIMES[fact.key]
         assert 0 < len(fact.content) <= 150
