@@ -67,3 +67,26 @@ def test_unknown_model_in_tenant_settings_is_a_clear_error(acme):
     session = open_session_obj(acme, "zh")
     with pytest.raises(ValueError, match="unknown embedding model 'no-such-model'"):
         services.do_write_memory(acme.tenant, session, type="fact_reference", content="x")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"), [("东西寄到哪？", FACTS[1]), ("我叫什么名字", FACTS[0]), ("有什么折扣", FACTS[3])]
+)
+def test_chinese_paraphrase_is_found_by_multilingual_use(acme, query, expected):
+    # given a Chinese tenant on multilingual USE (cut to 384 dimensions)
+    _use(acme, embeddings.USE_MODEL)
+    session = open_session_obj(acme, "zh")
+    for content in FACTS:
+        services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
+    # then every row is on USE and a paraphrase sharing no word with the fact finds it first
+    with tenant_scope(acme.tenant):
+        assert set(MemoryUnit.objects.for_tenant(acme.tenant).values_list("embedding_model", flat=True)) == {
+            embeddings.USE_MODEL
+        }
+    assert _top(acme, session, query) == expected
+
+
+def test_use_vectors_are_unit_length_and_384_dimensional():
+    vectors = embeddings.embed(["查一下我的订单", "where is my parcel"], model=embeddings.USE_MODEL, kind="query")
+    assert vectors.shape == (2, 384)
+    assert abs(float((vectors[0] ** 2).sum()) - 1.0) < 1e-5
