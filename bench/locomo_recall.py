@@ -19,10 +19,10 @@ Each QA item's question goes through ``memory.recall.recall(…, k=10)``; eviden
 item's evidence turns among the top-k memories' turns. Categories 1–4 together and per category; 5 (adversarial)
 separately. Baselines over the raw turns ("Speaker: text"): Okapi BM25 (k1=1.5, b=0.75; lowercase words, no
 stemming), MiniLM cosine, and their equal-weight RRF (k=60). The fusion knobs (``settings.MEMDESK_RECALL``) are
-tuned on one half of the conversations (even indexes) and reported on the other (odd indexes). Finally a design
-change is prototyped by running the real recall with its candidate SQL swapped in-process (BM25 instead of
-``ts_rank_cd`` in the lexical leg); ``memory/recall.py`` itself is not modified. Only the default-knob pass in
-turns mode is timed (real query embedding, ``record=True``); the other passes reuse batch-computed query vectors.
+tuned on one half of the conversations (even indexes) and reported on the other (odd indexes). Diagnostics
+capture each leg's candidate rows from the real recall (its connection wrapped in-process). Only the default-knob
+pass in turns mode is timed (real query embedding, ``record=True``); the other passes reuse batch-computed query
+vectors.
 
 Usage (from the repository root)::
 
@@ -494,7 +494,7 @@ class _CapturingCursor:
 
 @contextmanager
 def patched_recall(*, sql_builder: Any = None, capture: CapturingConnection | None = None) -> Iterator[None]:
-    """Run the real ``memory.recall.recall`` with its candidate SQL replaced (prototype) and/or its
+    """Run the real ``memory.recall.recall`` with its candidate SQL replaced (experiments) and/or its
     connection wrapped (diagnostics). ``memory/recall.py`` is not edited; everything else is the product's."""
     import memory.recall as product
 
@@ -558,54 +558,6 @@ def run_recall(
     return scores, latency
 
 
-# --- prototype: the lexical leg ranked by BM25 -----------------------------------------------------------------
-
-
-def bm25_lexical_leg(product_sql: Any, k1: float = 1.2, b: float = 0.75) -> Any:
-    """Wrap recall's ``_candidate_sql``: same SQL, but the ``lex`` CTE ranks by BM25 computed over the scoped
-    rows (idf from each term's document frequency among the end user's visible memories, binary term
-    frequency — memories are ≤150 characters — and length normalisation by ``length(search_vector)``)
-    instead of ``ts_rank_cd`` (no idf: a term in every memory counts as much as a rare one)."""
-    from memory.text import TS_CONFIG
-
-    def build(n_terms: int, *args: Any, **kwargs: Any) -> str:
-        sql = product_sql(n_terms, *args, **kwargs)
-        if n_terms == 0:
-            return sql
-        start, end = sql.find("lex AS ("), sql.find("SELECT COALESCE(vec.id")
-        if start < 0 or end < 0:
-            raise RuntimeError("memory.recall's candidate SQL changed shape; update bench/locomo_recall.py")
-        # the tsqueries once, in a CTE (a first version with them inline in every expression ran ~10x slower)
-        queries = ", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in range(n_terms))
-        any_term = " || ".join(f"q{i}" for i in range(n_terms))
-        hits = " + ".join(f"(s.search_vector @@ tq.q{i})::int" for i in range(n_terms))
-        denominator = " + ".join(f"(numnode(tq.q{i}) > 0)::int" for i in range(n_terms))
-        dfs = ", ".join(f"count(*) FILTER (WHERE s.search_vector @@ tq.q{i})::float AS df{i}" for i in range(n_terms))
-        idf = " + ".join(
-            f"(CASE WHEN s.search_vector @@ tq.q{i} THEN ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5)) ELSE 0 END)"
-            for i in range(n_terms)
-        )
-        score = f"({idf}) * {k1 + 1} / (1 + {k1} * (1 - {b} + {b} * length(s.search_vector) / st.avglen))"
-        lex = f"""tq0 AS MATERIALIZED (SELECT {queries}),
-tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
-stats AS MATERIALIZED (
-    SELECT count(*)::float AS n, GREATEST(avg(length(s.search_vector)), 1)::float AS avglen, {dfs}
-    FROM scoped s CROSS JOIN tq
-),
-lex AS (
-    SELECT id, coverage, row_number() OVER (ORDER BY score DESC, id) AS rnk FROM (
-        SELECT s.id, (({hits})::float / GREATEST(1, {denominator})) AS coverage, {score} AS score
-        FROM scoped s CROSS JOIN tq CROSS JOIN stats st WHERE s.search_vector @@ tq.q_any
-    ) ranked
-    ORDER BY score DESC, id
-    LIMIT %(n)s
-)
-"""
-        return sql[:start] + lex + sql[end:]
-
-    return build
-
-
 # --- main ----------------------------------------------------------------------------------------------------
 
 
@@ -625,10 +577,8 @@ def main() -> None:
         default="split",
         help="long turns: split into ≤150-char units at sentence boundaries, or compress",
     )
-    parser.add_argument("--ratios", default="0.5,1,2,3", help="w_lexical / w_vector values to try")
-    parser.add_argument("--rrf-ks", default="10,30,60")
-    parser.add_argument("--proto-ratios", default="1,2,3", help="grid for the BM25-leg prototype")
-    parser.add_argument("--proto-rrf-ks", default="chosen", help="'chosen': the rrf_k chosen for the product")
+    parser.add_argument("--ratios", default="1,1.5,2,3", help="w_lexical / w_vector values to try")
+    parser.add_argument("--rrf-ks", default="5,10,30")
     args = parser.parse_args()
     modes = args.modes.split(",")
     started = time.perf_counter()
@@ -825,33 +775,6 @@ def main() -> None:
         results["candidate_diagnostics_cats1-4"] = diag_product
         common.log(f"  candidate diagnostics (chosen knobs): {diag_product}")
 
-        # 4. prototype: BM25 ranking in the lexical leg (real recall, candidate SQL swapped), own small grid
-        entry: dict[str, Any] = {}
-        pgrid = []
-        with patched_recall(sql_builder=bm25_lexical_leg):
-            for ratio in [float(x) for x in args.proto_ratios.split(",")]:
-                proto_ks = [best_knobs["rrf_k"]] if args.proto_rrf_ks == "chosen" else args.proto_rrf_ks.split(",")
-                for rrf_k in [int(x) for x in proto_ks]:
-                    knobs = {**DEFAULT_TUNING, "w_vector": 1.0, "w_lexical": ratio, "rrf_k": rrf_k}
-                    summary = run_recall(tune_stores, knobs, cats=c14)[0].summary()
-                    pgrid.append({"w_lexical/w_vector": ratio, "rrf_k": rrf_k, "tune": summary})
-                    common.log(f"  proto bm25 ratio {ratio} rrf_k {rrf_k}: {fmt_scores(summary)}")
-            pbest = max(pgrid, key=lambda g: (g["tune"]["cats1-4"]["R@5"], g["tune"]["cats1-4"]["R@10"]))
-            pknobs = {
-                **DEFAULT_TUNING,
-                "w_vector": 1.0,
-                "w_lexical": pbest["w_lexical/w_vector"],
-                "rrf_k": pbest["rrf_k"],
-            }
-            entry["grid_tune_half"] = pgrid
-            entry["knobs"] = pknobs
-            entry["test_half"] = run_recall(test_stores, pknobs, cats=c14)[0].summary()
-        entry["all"], entry["diagnostics_cats1-4"] = diagnostics(bm25_lexical_leg, pknobs)
-        results["prototype_bm25_lexical_leg"] = entry
-        common.log(
-            f"  proto bm25 lexical leg, knobs {pknobs['w_lexical']}/{pknobs['rrf_k']}: test half "
-            f"{fmt_scores(entry['test_half'])}, all {fmt_scores(entry['all'])}; {entry['diagnostics_cats1-4']}"
-        )
 
     # how often the rewrite touches a LoCoMo question (its rules are written for customer-service vagueness)
     rewritten: Counter[str] = Counter()
@@ -878,7 +801,6 @@ def main() -> None:
     rows += [row(f"recall {mode}, default knobs", entry["scores"]) for mode, entry in product.items()]
     chosen = results["tuning"]["chosen"]
     rows += [row(f"recall {mode}, chosen knobs", chosen[f"all_{mode}"]) for mode in stores]
-    rows.append(row("prototype: BM25 lexical leg", results["prototype_bm25_lexical_leg"]["all"]))
     headers = ["all conversations", "R@1", "R@5", "R@10", "cat1 R@5", "cat2 R@5", "cat3 R@5", "cat4 R@5", "cat5 R@5"]
     print(common.table(headers, rows))
     print(f"\ningest: {json.dumps(ingest, ensure_ascii=False)}")

@@ -52,6 +52,8 @@ DEFAULT_TUNING = {
     "rrf_k": 10,
     "candidates": 50,
     "min_similarity": 0.2,
+    "bm25_k1": 1.2,
+    "bm25_b": 0.75,
 }
 
 
@@ -124,16 +126,43 @@ vec AS (
     ORDER BY distance, id
     LIMIT %(n)s
 ),
-lex AS (
-    SELECT id, {coverage} AS coverage,
-           row_number() OVER (ORDER BY ts_rank_cd(search_vector, {tsquery}) DESC, id) AS rnk
-    FROM scoped WHERE search_vector @@ {tsquery}
-    ORDER BY ts_rank_cd(search_vector, {tsquery}) DESC, id
-    LIMIT %(n)s
-)
+{lex}
 SELECT COALESCE(vec.id, lex.id) AS id, vec.sim, vec.rnk, lex.coverage, lex.rnk
 FROM vec FULL OUTER JOIN lex ON vec.id = lex.id
 """
+
+_NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk WHERE false)"
+
+#: The lexical leg: Okapi BM25 over the scoped rows. Each query term's document frequency is counted among the
+#: rows this session may see (a speaker's or the user's own name, in every memory, weighs almost nothing; a rare
+#: word weighs a lot — ``ts_rank_cd`` has no idf and ranked them alike). Term frequency is binary (memories are
+#: at most 150 characters) with two levels: a term in the memory's own text (``search_vector`` lexemes of the
+#: default weight D) counts ``OWN_TF``, a term only in its conversational context (the message before the
+#: source message, weight C — ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses
+#: the number of distinct lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the
+#: confidence behind ``needs_confirmation``; a match only in the context never raises it.
+_LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
+tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
+stats AS MATERIALIZED (
+    SELECT count(*)::float AS n, GREATEST(avg(length(s.search_vector)), 1)::float AS avglen, {dfs}
+    FROM scoped s CROSS JOIN tq
+),
+matched AS (
+    SELECT s.id, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
+           %(k1)s * (1 - %(b)s + %(b)s * length(s.search_vector) / st.avglen) AS norm
+    FROM scoped s CROSS JOIN tq CROSS JOIN stats st WHERE s.search_vector @@ tq.q_any
+),
+lex AS (
+    SELECT id, coverage, row_number() OVER (ORDER BY score DESC, id) AS rnk FROM (
+        SELECT m.id, (({own_hits})::float / GREATEST(1, {denominator})) AS coverage, {score} AS score
+        FROM matched m CROSS JOIN tq CROSS JOIN stats st
+    ) ranked
+    ORDER BY score DESC, id
+    LIMIT %(n)s
+)"""
+
+OWN_TF = 2.0
+CONTEXT_TF = 1.0
 
 
 def _distance_sql(n_models: int) -> str:
@@ -145,18 +174,29 @@ def _distance_sql(n_models: int) -> str:
     return f"CASE embedding_model {whens} END"
 
 
-def _candidate_sql(n_terms: int, n_models: int = 1) -> str:
-    distance = _distance_sql(n_models)
+def _lex_sql(n_terms: int) -> str:
     if n_terms == 0:
-        tsquery = "NULL::tsquery"
-        coverage = "0.0"
-    else:
-        parts = [f"plainto_tsquery('{TS_CONFIG}', %(t{i})s)" for i in range(n_terms)]
-        tsquery = "(" + " || ".join(parts) + ")"
-        hits = " + ".join(f"(CASE WHEN search_vector @@ {p} THEN 1 ELSE 0 END)" for p in parts)
-        denominator = " + ".join(f"(CASE WHEN numnode({p}) > 0 THEN 1 ELSE 0 END)" for p in parts)
-        coverage = f"(({hits})::float / GREATEST(1, {denominator}))"
-    return _CANDIDATE_SQL.format(tsquery=tsquery, coverage=coverage, distance=distance)
+        return _NO_LEX
+    terms = range(n_terms)
+    idf = [f"ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5))" for i in terms]
+    saturation = "(%(k1)s + 1) * {tf} / ({tf} + m.norm)"
+    score = " + ".join(
+        f"(CASE WHEN m.own @@ tq.q{i} THEN {idf[i]} * {saturation.format(tf=OWN_TF)}"
+        f" WHEN m.sv @@ tq.q{i} THEN {idf[i]} * {saturation.format(tf=CONTEXT_TF)} ELSE 0 END)"
+        for i in terms
+    )
+    return _LEX_SQL.format(
+        queries=", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in terms),
+        any_term=" || ".join(f"q{i}" for i in terms),
+        dfs=", ".join(f"count(*) FILTER (WHERE s.search_vector @@ tq.q{i})::float AS df{i}" for i in terms),
+        own_hits=" + ".join(f"(m.own @@ tq.q{i})::int" for i in terms),
+        denominator=" + ".join(f"(numnode(tq.q{i}) > 0)::int" for i in terms),
+        score=score,
+    )
+
+
+def _candidate_sql(n_terms: int, n_models: int = 1) -> str:
+    return _CANDIDATE_SQL.format(distance=_distance_sql(n_models), lex=_lex_sql(n_terms))
 
 
 def _vector_literal(vector: Any) -> str:
@@ -176,6 +216,8 @@ def _candidate_stage(
         "session_types": list(SESSION_TYPES),
         "as_of": as_of,
         "n": int(knobs["candidates"]),
+        "k1": float(knobs["bm25_k1"]),
+        "b": float(knobs["bm25_b"]),
     }
     for i, model in enumerate(models):
         params[f"m{i}"] = model
