@@ -16,8 +16,9 @@ its content); each text is reused by several end users. Rows are bulk-loaded (CO
 Usage (from the repository root)::
 
     nice -n 10 .venv/bin/python bench/recall_scale.py --sizes 10000,100000
+    nice -n 10 .venv/bin/python bench/recall_scale.py --ingest-only     # write rate only (a minute)
 
-Writes ``bench/out/recall_scale.json``.
+Writes ``bench/out/recall_scale.json`` (``recall_scale_ingest.json`` with ``--ingest-only``).
 """
 
 from __future__ import annotations
@@ -1032,11 +1033,82 @@ def hnsw_experiment(rng: random.Random, world: World, heavy: list[User], n_users
     return out
 
 
-def measure_ingest(n: int, tag: str) -> dict[str, Any]:
-    """``n`` memories through ``memory.services.do_write_memory`` (embedding inside the call), then ``n`` more
-    with the embeddings computed in one batch first (the bulk path)."""
+def _backend_cpu_s() -> float:
+    """CPU seconds used so far by this connection's PostgreSQL backend process (same machine: embedded server)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+class IngestClock:
+    """Wall time, time inside ``memory.embeddings.embed`` (what every write path calls) and how often it ran,
+    and CPU time of this process and of its PostgreSQL backend: on a shared machine the wall-clock rate
+    depends on the other jobs, the CPU cost per memory much less."""
+
+    def __init__(self) -> None:
+        from memory import embeddings
+
+        self.module = embeddings
+        self.real = embeddings.embed
+        self.embed_s = 0.0
+        self.calls = 0
+
+    def __enter__(self) -> IngestClock:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return self.real(*args, **kwargs)
+            finally:
+                self.embed_s += time.perf_counter() - start
+                self.calls += 1
+
+        self.module.embed = timed
+        self.backend_start = _backend_cpu_s()
+        self.cpu_start = time.process_time()
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall_s = time.perf_counter() - self.start
+        self.cpu_s = time.process_time() - self.cpu_start
+        self.module.embed = self.real
+        self.backend_s = _backend_cpu_s() - self.backend_start
+
+    def figures(self, n: int, outcomes: Counter[str]) -> dict[str, Any]:
+        return {
+            "memories": n,
+            "per_s": round(n / self.wall_s, 1),
+            "ms_per_memory": round(self.wall_s * 1000 / n, 2),
+            "embed_ms_per_memory": round(self.embed_s * 1000 / n, 2),
+            "db_ms_per_memory": round((self.wall_s - self.embed_s) * 1000 / n, 2),
+            "embed_calls": self.calls,
+            "process_cpu_ms_per_memory": round(self.cpu_s * 1000 / n, 2),
+            "postgres_cpu_ms_per_memory": round(self.backend_s * 1000 / n, 2),
+            "outcomes": dict(outcomes),
+        }
+
+
+def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
+    """Write rate per process, with the embedding, on a fresh tenant with 5 open sessions; ``n`` new memories
+    per path, each path with its own texts (60% unkeyed, 40% keyed, so keyed ones replace earlier values):
+
+    - ``inline``: one ``memory.services.do_write_memory`` call per memory (its own transaction and embedding);
+    - ``batch_<B>``: ``memory.services.write_memories`` with ``B`` items of one session per call (one
+      ``embed()`` call and one transaction per batch; extraction writes a message's facts this way);
+    - ``repeat``: ``n // 5`` live keyed facts written again unchanged through ``do_write_memory`` (a
+      confirmation: lookup and update, no embedding).
+
+    ``embed_ms`` is the time inside ``embeddings.embed``; ``db_ms`` is the rest of the call (validation,
+    jieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and ``postgres_cpu_ms`` are the CPU
+    time of this process and of its PostgreSQL backend per memory: the cost of a write, which other jobs on a
+    shared machine change much less than they change the wall-clock rate."""
     from chat.sessions import do_open_session
-    from memory import embeddings, services
+    from memory import services
+    from memory.models import MemoryUnit
     from tenants.rls import tenant_scope
     from tenants.services import do_create_tenant
 
@@ -1045,44 +1117,60 @@ def measure_ingest(n: int, tag: str) -> dict[str, Any]:
     tenant = do_create_tenant(f"bench-{tag}-ingest", language="zh").tenant
     with tenant_scope(tenant):
         sessions = [do_open_session(tenant, f"ingest-{i}", {}).session for i in range(5)]
-    items = []
-    for i in range(2 * n):
-        mtype = rng.choices(list(TYPE_WEIGHTS), weights=list(TYPE_WEIGHTS.values()))[0]
-        text = make_text(g, mtype, "zh" if rng.random() < 0.66 else "en", keyed=rng.random() < KEYED_SHARE[mtype])
-        items.append((sessions[i % len(sessions)], text))
+
+    def texts() -> list[PoolText]:
+        out = []
+        for _ in range(n):
+            mtype = rng.choices(list(TYPE_WEIGHTS), weights=list(TYPE_WEIGHTS.values()))[0]
+            lang = "zh" if rng.random() < 0.66 else "en"
+            out.append(make_text(g, mtype, lang, keyed=rng.random() < KEYED_SHARE[mtype]))
+        return out
+
+    paths: dict[str, Any] = {}
+    load_before = os.getloadavg()
     outcomes: Counter[str] = Counter()
-    start = time.perf_counter()
-    for session, text in items[:n]:
-        res = services.do_write_memory(
-            tenant, session, type=text.type, content=text.content, key=text.key, data=text.data, expires_in=30 * DAY
+    inline = texts()
+    with IngestClock() as clock:
+        for i, text in enumerate(inline):
+            res = services.do_write_memory(
+                tenant, sessions[i % len(sessions)], type=text.type, content=text.content, key=text.key,
+                data=text.data, expires_in=30 * DAY,
+            )  # fmt: skip
+            outcomes[res.outcome] += 1
+    paths["inline"] = clock.figures(n, outcomes)
+    for size in batch_sizes:
+        items = [
+            services.MemoryItem(type=t.type, content=t.content, key=t.key, data=t.data, expires_in=30 * DAY)
+            for t in texts()
+        ]
+        outcomes = Counter()
+        with IngestClock() as clock:
+            for b, first in enumerate(range(0, n, size)):
+                for res in services.write_memories(tenant, sessions[b % len(sessions)], items[first : first + size]):
+                    outcomes[res.outcome] += 1
+        paths[f"batch_{size}"] = clock.figures(n, outcomes)
+    with tenant_scope(tenant):
+        live = list(
+            MemoryUnit.objects.for_tenant(tenant)
+            .filter(key__isnull=False, superseded_at__isnull=True)
+            .select_related("session")
+            .order_by("created_at", "id")[: max(1, n // 5)]
         )
-        outcomes[res.outcome] += 1
-    inline_s = time.perf_counter() - start
-    start = time.perf_counter()
-    vectors = embeddings.embed([t.content for _, t in items[n:]], model=MODEL, batch_size=128, kind="passage")
-    embed_s = time.perf_counter() - start
-    start = time.perf_counter()
-    for (session, text), vector in zip(items[n:], vectors, strict=True):
-        res = services.do_write_memory(
-            tenant,
-            session,
-            type=text.type,
-            content=text.content,
-            key=text.key,
-            data=text.data,
-            expires_in=30 * DAY,
-            embedding=vector,
-        )
-        outcomes[res.outcome] += 1
-    write_s = time.perf_counter() - start
+    by_user = {s.end_user_id: s for s in sessions}
+    outcomes = Counter()
+    with IngestClock() as clock:
+        for memory in live:
+            res = services.do_write_memory(
+                tenant, memory.session or by_user[memory.end_user_id], type=memory.type, content=memory.content,
+                key=memory.key, data=memory.data, expires_in=30 * DAY,
+            )  # fmt: skip
+            outcomes[res.outcome] += 1
+    paths["repeat"] = clock.figures(len(live), outcomes)
     return {
-        "memories": n,
-        "inline_embedding_per_s": round(n / inline_s, 1),
-        "inline_ms_per_memory": round(inline_s * 1000 / n, 2),
-        "batched_embedding_per_s": round(n / (embed_s + write_s), 1),
-        "batched_embed_s": round(embed_s, 2),
-        "batched_db_write_ms_per_memory": round(write_s * 1000 / n, 2),
-        "outcomes": dict(outcomes),
+        "memories_per_path": n,
+        "paths": paths,
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -1112,49 +1200,10 @@ def print_tables(results: dict[str, Any]) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts, ascending")
-    parser.add_argument("--queries", type=int, default=1000, help="recalls measured per size")
-    parser.add_argument("--pool", type=int, default=12000, help="distinct texts embedded")
-    parser.add_argument("--ingest", type=int, default=500, help="memories written through do_write_memory")
-    parser.add_argument("--no-hnsw", action="store_true", help="skip the HNSW comparison at the largest size")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", default="recall_scale", help="name of the JSON written under bench/out/")
-    args = parser.parse_args()
-    sizes = sorted(int(s) for s in args.sizes.split(","))
-
-    started = time.perf_counter()
-    common.setup_django(DB_NAME, fresh=True)
-    from memory import embeddings
-
-    embeddings.embed(["warm up"])
-    rng = random.Random(args.seed)
-    tag = f"{args.seed}"
-    results: dict[str, Any] = {
-        "benchmark": "recall_scale",
-        "date": common.now_iso(),
-        "command": "nice -n 10 .venv/bin/python bench/recall_scale.py " + " ".join(sys.argv[1:]),
-        "machine": common.machine_info(),
-        "setup": {
-            "tenants": N_TENANTS,
-            "end_users_per_tenant": USERS_PER_TENANT,
-            "pool_texts": args.pool,
-            "embedding": "real MiniLM vectors of a pool of distinct texts; each memory's content is one pool "
-            "text (reused across end users)",
-            "queries_per_size": args.queries,
-            "k": 5,
-            "as_of": f"80% now, 20% a random moment in the last {PAST_AS_OF_DAYS} days",
-        },
-        "targets": {
-            "total_p95_ms_at_100k_incl_embed": 20,
-            "total_p95_ms_at_1M": 50,
-            "scope_violations": 0,
-            "ingest_per_s": 100,
-        },
-        "sizes": [],
-    }
-
+def measure_recall(
+    args: argparse.Namespace, sizes: list[int], rng: random.Random, tag: str, results: dict[str, Any]
+) -> None:
+    """The recall part: build the world, bulk-load each size, measure recalls, the plan and HNSW; fills ``results``."""
     common.log("creating 100 tenants x 100 end users")
     world_users = build_tenants_and_users(rng, tag)
     world = build_pool(rng, args.pool)
@@ -1231,10 +1280,6 @@ def main() -> None:
                 for n in ("user_planner", "user_forced_hnsw", "tenant_planner", "tenant_forced_hnsw")
             )
         )
-    if args.ingest > 0:
-        common.log(f"ingest: {args.ingest} memories through do_write_memory")
-        results["ingest"] = measure_ingest(args.ingest, tag)
-        common.log(f"  {results['ingest']}")
     if sizes[-1] < 1_000_000:
         rate = top["load_rows_per_s"]
         results["one_million_estimate"] = {
@@ -1243,12 +1288,73 @@ def main() -> None:
             "with the table, so a lower bound); measured separately with --sizes 1000000 --no-hnsw --ingest 0 "
             "--out recall_scale_1m",
         }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated memory counts, ascending")
+    parser.add_argument("--queries", type=int, default=1000, help="recalls measured per size")
+    parser.add_argument("--pool", type=int, default=12000, help="distinct texts embedded")
+    parser.add_argument("--ingest", type=int, default=500, help="memories written per ingest path (0: no ingest)")
+    parser.add_argument(
+        "--ingest-batch", default="5,50", help="comma-separated batch sizes for the write_memories path"
+    )
+    parser.add_argument("--ingest-only", action="store_true", help="measure only the ingest (no recall world)")
+    parser.add_argument("--no-hnsw", action="store_true", help="skip the HNSW comparison at the largest size")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--out",
+        help="name of the JSON written under bench/out/ (recall_scale, or recall_scale_ingest with --ingest-only)",
+    )
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    args.out = args.out or ("recall_scale_ingest" if args.ingest_only else "recall_scale")
+
+    started = time.perf_counter()
+    common.setup_django(DB_NAME, fresh=True)
+    from memory import embeddings
+
+    embeddings.embed(["warm up"])
+    rng = random.Random(args.seed)
+    tag = f"{args.seed}"
+    results: dict[str, Any] = {
+        "benchmark": "recall_scale",
+        "date": common.now_iso(),
+        "command": "nice -n 10 .venv/bin/python bench/recall_scale.py " + " ".join(sys.argv[1:]),
+        "machine": common.machine_info(),
+        "setup": {
+            "tenants": N_TENANTS,
+            "end_users_per_tenant": USERS_PER_TENANT,
+            "pool_texts": args.pool,
+            "embedding": "real MiniLM vectors of a pool of distinct texts; each memory's content is one pool "
+            "text (reused across end users)",
+            "queries_per_size": args.queries,
+            "k": 5,
+            "as_of": f"80% now, 20% a random moment in the last {PAST_AS_OF_DAYS} days",
+        },
+        "targets": {
+            "total_p95_ms_at_100k_incl_embed": 20,
+            "total_p95_ms_at_1M": 50,
+            "scope_violations": 0,
+            "ingest_per_s": 100,
+        },
+        "sizes": [],
+    }
+
+    if not args.ingest_only:
+        measure_recall(args, sizes, rng, tag, results)
+    if args.ingest > 0:
+        common.log(f"ingest: {args.ingest} memories per path (inline, batches of {args.ingest_batch}, repeats)")
+        results["ingest"] = measure_ingest(args.ingest, tag, [int(b) for b in args.ingest_batch.split(",")])
+        for name, path in results["ingest"]["paths"].items():
+            common.log(f"  {name}: {path}")
     results["wall_s"] = round(time.perf_counter() - started, 1)
     path = common.write_result(args.out, results)
+    if results["sizes"]:
+        print()
+        print_tables(results)
     print()
-    print_tables(results)
-    print()
-    print(f"ingest: {results.get('ingest', 'not measured')}")
+    print(f"ingest: {json.dumps(results.get('ingest', 'not measured'), ensure_ascii=False)}")
     print(f"wrote {path} in {results['wall_s']} s")
 
 

@@ -60,24 +60,23 @@ def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) ->
         facts = []
     result.facts = facts
     actor = services.END_USER if role == Message.Role.USER else services.SYSTEM
+    kept: list[Fact] = []
+    items: list[services.MemoryItem] = []
     for fact in facts:
         content = compress(redact(fact.content), limit=150)
         if not content:
             continue
-        written = services.do_write_memory(
-            tenant,
-            session,
-            type=fact.type,
-            key=fact.key,
-            content=content,
-            data=redact_obj(fact.data),
-            expires_in=fact.expires_in,
-            source_message=message,
-            source_role=role,
-            actor=actor,
+        kept.append(fact)
+        items.append(
+            services.MemoryItem(
+                type=fact.type, key=fact.key, content=content, data=redact_obj(fact.data), expires_in=fact.expires_in
+            )
         )
-        result.written.append(written)
-        if written.outcome == "replaced":
+    # One batch: one embedding call and one transaction for the message's facts.
+    written = services.write_memories(tenant, session, items, source_message=message, source_role=role, actor=actor)
+    for fact, outcome in zip(kept, written, strict=True):
+        result.written.append(outcome)
+        if outcome.outcome == "replaced":
             result.changed_keys.append(fact.key)
         if fact.key == "current_topic":
             ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(topic=fact.value[:200])

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.postgres.search import SearchVector
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection
 from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
@@ -191,10 +192,10 @@ def _iso(value: datetime) -> str:
 # --- writes -----------------------------------------------------------------
 
 
-def _event(
+def _event_row(
     memory: MemoryUnit, kind: str, actor: Actor, *, before: Any = None, after: Any = None, note: str = ""
-) -> None:
-    MemoryEvent.objects.create(
+) -> MemoryEvent:
+    return MemoryEvent(
         tenant_id=memory.tenant_id,
         end_user_id=memory.end_user_id,
         memory_id=memory.pk,
@@ -207,6 +208,12 @@ def _event(
     )
 
 
+def _event(
+    memory: MemoryUnit, kind: str, actor: Actor, *, before: Any = None, after: Any = None, note: str = ""
+) -> None:
+    _event_row(memory, kind, actor, before=before, after=after, note=note).save(force_insert=True)
+
+
 def _lock_key(tenant_id: Any, end_user_id: Any, mtype: str, key: str, session_id: Any) -> int:
     raw = f"{tenant_id}|{end_user_id}|{mtype}|{key}|{session_id}".encode()
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
@@ -215,6 +222,49 @@ def _lock_key(tenant_id: Any, end_user_id: Any, mtype: str, key: str, session_id
 def _search_fields(content: str, key: str | None, data: dict[str, Any]) -> str:
     values = [str(v) for v in data.values() if isinstance(v, str | int | float)]
     return document_text([content, (key or "").replace("_", " "), *values])
+
+
+def _search_vector(search_text: str) -> SearchVector:
+    """``search_vector`` computed by PostgreSQL in the statement that writes
+    the row (INSERT or UPDATE). The instance keeps the expression, not the
+    tsvector: reading the value means loading the row."""
+    return SearchVector(Value(search_text), config=TS_CONFIG)
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One memory for ``write_memories``; the fields mean what they mean for
+    ``do_write_memory``. ``embedding`` is an optional precomputed vector of
+    ``content`` by the tenant's model for this type."""
+
+    type: str
+    content: str
+    key: str | None = None
+    data: dict[str, Any] | None = None
+    expires_in: int | None = None
+    embedding: Any = None
+
+
+@dataclass
+class _Planned:
+    valid: MemoryUnitIn
+    model: str
+    embedding: Any
+    session_id: Any
+
+    @property
+    def slot(self) -> tuple[str, str, Any] | None:
+        """The key's scope: one live memory per slot."""
+        return None if self.valid.key is None else (self.valid.type, self.valid.key, self.session_id)
+
+
+def _plan(tenant: Tenant, session: ChatSession, valid: MemoryUnitIn, embedding: Any) -> _Planned:
+    return _Planned(
+        valid=valid,
+        model=embeddings.model_for(tenant, valid.type),
+        embedding=embedding,
+        session_id=session.pk if valid.type in SESSION_TYPES else None,
+    )
 
 
 @require_session_id
@@ -234,93 +284,195 @@ def do_write_memory(
     embedding: Any = None,
 ) -> WriteResult:
     """Store a memory; a memory with the same key in the same scope is
-    replaced (the old one stays in history), an identical one is refreshed.
+    replaced (the old one stays in history), an identical one is refreshed
+    (a confirmation: no new row and no embedding).
 
     Concurrency: writers of one key are serialised by a transaction-scoped
     advisory lock, and a partial unique index allows one live row per key, so
-    two concurrent writes leave exactly one live memory.
+    two concurrent writes leave exactly one live memory. One memory is a
+    batch of one: see ``write_memories``.
     """
     valid = check_memory_input(type=type, content=content, key=key, data=data or {}, expires_in=expires_in)
-    now = now or timezone.now()
-    session_id = session.pk if valid.type in SESSION_TYPES else None
-    expires_at = now + timedelta(seconds=valid.expires_in)
-    model = embeddings.model_for(tenant, valid.type)
-    if embedding is None:
-        embedding = embeddings.embed_one(valid.content, model=model, kind="passage")
+    planned = [_plan(tenant, session, valid, embedding)]
+    written = _store(
+        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now
+    )
+    return written[0]
 
-    def build() -> MemoryUnit:
+
+@require_session_id
+def write_memories(
+    tenant: Tenant,
+    session: ChatSession,
+    items: Sequence[MemoryItem],
+    *,
+    source_message: Message | None = None,
+    source_role: str = "",
+    actor: Actor = SYSTEM,
+    now: datetime | None = None,
+) -> list[WriteResult]:
+    """Store several memories of one session (e.g. the facts of one message)
+    at once: one result per item, in order, each as ``do_write_memory``
+    would give it, with items applied in order (a later item with the same
+    key replaces or refreshes an earlier one).
+
+    All or nothing: every item is validated before anything is embedded or
+    written, and a bad one raises the ``do_write_memory`` error (same code)
+    with ``items[i]:`` in the message and ``extra["index"]``; any failure
+    while writing rolls the whole batch back. One ``embed()`` call per
+    embedding model for the items that need a new row, one transaction,
+    one ``INSERT`` for the rows and one for their events.
+    """
+    planned = []
+    for index, item in enumerate(items):
+        try:
+            valid = check_memory_input(
+                type=item.type, content=item.content, key=item.key, data=item.data or {}, expires_in=item.expires_in
+            )
+        except ApiError as exc:
+            raise type(exc)(
+                f"items[{index}]: {exc.message}", code=exc.code, status=exc.status, extra={"index": index}
+            ) from None
+        planned.append(_plan(tenant, session, valid, item.embedding))
+    return _store(
+        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now
+    )
+
+
+def _store(
+    tenant: Tenant,
+    session: ChatSession,
+    planned: list[_Planned],
+    *,
+    source_message: Message | None,
+    source_role: str,
+    actor: Actor,
+    now: datetime | None,
+) -> list[WriteResult]:
+    """Apply validated writes in one transaction (the work behind
+    ``do_write_memory`` and ``write_memories``).
+
+    The embeddings are computed inside the transaction, after the keyed
+    lookup, so a repeated fact costs a lookup and no embedding; the keys'
+    advisory locks are held meanwhile (a few ms per new memory).
+    """
+    if not planned:
+        return []
+    now = now or timezone.now()
+
+    def build(p: _Planned) -> MemoryUnit:
+        search_text = _search_fields(p.valid.content, p.valid.key, p.valid.data)
         return MemoryUnit(
             tenant=tenant,
             end_user_id=session.end_user_id,
-            session_id=session_id,
-            type=valid.type,
-            key=valid.key,
-            content=valid.content,
-            data=valid.data,
+            session_id=p.session_id,
+            type=p.valid.type,
+            key=p.valid.key,
+            content=p.valid.content,
+            data=p.valid.data,
             created_at=now,
             updated_at=now,
-            expires_at=expires_at,
+            expires_at=now + timedelta(seconds=p.valid.expires_in),
             source_message=source_message,
             source_role=source_role,
-            embedding=embedding,
-            embedding_model=model,
-            search_text=_search_fields(valid.content, valid.key, valid.data),
+            embedding=p.embedding,
+            embedding_model=p.model,
+            search_text=search_text,
+            search_vector=_search_vector(search_text),
         )
 
     with tenant_scope(tenant):
-        if valid.key is None:
-            memory = build()
-            _insert(memory)
-            _event(memory, Kind.CREATE, actor, after=snapshot(memory))
-            return WriteResult(memory, "created")
-
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(%s)",
-                [_lock_key(tenant.pk, session.end_user_id, valid.type, valid.key, session_id)],
-            )
-        live = (
-            MemoryUnit.objects.for_tenant(tenant)
-            .select_for_update()
-            .filter(end_user_id=session.end_user_id, type=valid.type, key=valid.key, session_id=session_id)
-            .filter(superseded_at__isnull=True)
-            .first()
-        )
-        if live is not None and live.content == valid.content and live.data == valid.data and live.expires_at > now:
-            before = snapshot(live)
-            live.expires_at = max(live.expires_at, expires_at)
-            live.updated_at = now
-            live.confirm_count += 1
-            live.save(update_fields=["expires_at", "updated_at", "confirm_count"])
-            _event(live, Kind.CONFIRM, actor, before=before, after=snapshot(live), note="repeated fact")
-            return WriteResult(live, "refreshed")
-
-        if live is not None:
+        current = _lock_live(tenant, session, [p.slot for p in planned if p.slot is not None])
+        existing = {m.pk for m in current.values()}
+        new_rows: list[MemoryUnit] = []
+        changed: dict[Any, MemoryUnit] = {}  # rows already stored that this batch updates
+        events: list[MemoryEvent] = []
+        results: list[WriteResult] = []
+        for p in planned:
+            live = current.get(p.slot) if p.slot is not None else None
+            if (
+                live is not None
+                and live.content == p.valid.content
+                and live.data == p.valid.data
+                and live.expires_at > now
+            ):
+                before = snapshot(live)
+                live.expires_at = max(live.expires_at, now + timedelta(seconds=p.valid.expires_in))
+                live.updated_at = now
+                live.confirm_count += 1
+                if live.pk in existing:
+                    changed[live.pk] = live
+                after = snapshot(live)
+                events.append(_event_row(live, Kind.CONFIRM, actor, before=before, after=after, note="repeated fact"))
+                results.append(WriteResult(live, "refreshed"))
+                continue
+            memory = build(p)
+            new_rows.append(memory)
+            if p.slot is not None:
+                current[p.slot] = memory
+            if live is None:
+                events.append(_event_row(memory, Kind.CREATE, actor, after=snapshot(memory)))
+                results.append(WriteResult(memory, "created"))
+                continue
             before = snapshot(live)
             live.superseded_at = now
             live.expires_at = max(min(live.expires_at, now), live.created_at)
-            live.save(update_fields=["superseded_at", "expires_at"])
-        memory = build()
+            live.superseded_by = memory
+            if live.pk in existing:
+                changed[live.pk] = live
+            after = snapshot(memory)
+            note = f"replaced by {memory.pk}"
+            events.append(_event_row(live, Kind.REPLACE, actor, before=before, after=after, note=note))
+            events.append(_event_row(memory, Kind.CREATE, actor, after=after, note=f"replaces {live.pk}"))
+            results.append(WriteResult(memory, "replaced", replaced=live))
+
+        _embed_missing(new_rows)
         try:
-            with transaction.atomic():
-                _insert(memory)
-        except IntegrityError as exc:  # pragma: no cover - the advisory lock makes this unreachable
+            if changed:
+                # Superseded rows leave the partial unique index before their
+                # successors enter it. ``superseded_by`` may point at a row
+                # inserted just below: foreign keys are checked at commit.
+                MemoryUnit.objects.for_tenant(tenant).bulk_update(
+                    list(changed.values()),
+                    ["superseded_at", "superseded_by", "expires_at", "updated_at", "confirm_count"],
+                )
+            MemoryUnit.objects.bulk_create(new_rows)
+        except IntegrityError as exc:  # pragma: no cover - the advisory locks make this unreachable
             raise ApiError("a concurrent write to this memory won; retry", code="conflict", status=409) from exc
-        if live is None:
-            _event(memory, Kind.CREATE, actor, after=snapshot(memory))
-            return WriteResult(memory, "created")
-        MemoryUnit.objects.for_tenant(tenant).filter(pk=live.pk).update(superseded_by=memory)
-        live.superseded_by = memory
-        _event(live, Kind.REPLACE, actor, before=before, after=snapshot(memory), note=f"replaced by {memory.pk}")
-        _event(memory, Kind.CREATE, actor, after=snapshot(memory), note=f"replaces {live.pk}")
-        return WriteResult(memory, "replaced", replaced=live)
+        MemoryEvent.objects.bulk_create(events)
+    return results
 
 
-def _insert(memory: MemoryUnit) -> None:
-    memory.save(force_insert=True)
-    MemoryUnit.objects.for_tenant(memory.tenant_id).filter(pk=memory.pk).update(
-        search_vector=SearchVector(Value(memory.search_text), config=TS_CONFIG)
+def _lock_live(tenant: Tenant, session: ChatSession, slots: list[tuple[str, str, Any]]) -> dict[Any, MemoryUnit]:
+    """Take the keys' advisory locks (in one global order, so two batches
+    never deadlock) and return their live rows, locked ``FOR UPDATE``."""
+    if not slots:
+        return {}
+    keys = sorted({_lock_key(tenant.pk, session.end_user_id, t, k, sid) for t, k, sid in slots})
+    with connection.cursor() as cursor:
+        # A volatile function in the select list runs after the ORDER BY, so the locks are taken in key order.
+        cursor.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k ORDER BY k", [keys])
+    match = Q()
+    for mtype, key, session_id in set(slots):
+        match |= Q(type=mtype, key=key, session_id=session_id)
+    rows = (
+        MemoryUnit.objects.for_tenant(tenant)
+        .select_for_update()
+        .filter(match, end_user_id=session.end_user_id, superseded_at__isnull=True)
     )
+    return {(m.type, m.key, m.session_id): m for m in rows}
+
+
+def _embed_missing(rows: list[MemoryUnit]) -> None:
+    """One ``embed()`` call per model for the rows without a vector."""
+    by_model: dict[str, list[MemoryUnit]] = {}
+    for memory in rows:
+        if memory.embedding is None:
+            by_model.setdefault(memory.embedding_model, []).append(memory)
+    for model, group in by_model.items():
+        vectors = embeddings.embed([m.content for m in group], model=model, kind="passage")
+        for memory, vector in zip(group, vectors, strict=True):
+            memory.embedding = vector
 
 
 def do_edit_memory(
@@ -349,16 +501,13 @@ def do_edit_memory(
             locked.search_text = _search_fields(locked.content, locked.key, locked.data)
             locked.embedding_model = embeddings.model_for(tenant, locked.type)
             locked.embedding = embeddings.embed_one(locked.content, model=locked.embedding_model, kind="passage")
-            fields += ["content", "data", "search_text", "embedding", "embedding_model"]
+            locked.search_vector = _search_vector(locked.search_text)
+            fields += ["content", "data", "search_text", "search_vector", "embedding", "embedding_model"]
         if expires_in is not None:
             locked.expires_at = locked.created_at + timedelta(seconds=merged.expires_in)
             fields.append("expires_at")
         locked.updated_at = timezone.now()
         locked.save(update_fields=fields)
-        if "search_text" in fields:
-            MemoryUnit.objects.for_tenant(tenant).filter(pk=locked.pk).update(
-                search_vector=SearchVector(Value(locked.search_text), config=TS_CONFIG)
-            )
         _event(locked, Kind.EDIT, actor, before=before, after=snapshot(locked))
     return locked
 

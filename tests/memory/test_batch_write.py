@@ -1,0 +1,270 @@
+"""Batch writes (``write_memories``): one embedding call and one transaction for
+several memories, with the same guarantees as ``do_write_memory``."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from chat.models import Message
+from config.errors import ApiError
+from memory import embeddings, services
+from memory.extraction import extract_and_store
+from memory.models import MemoryEvent, MemoryUnit
+from memory.services import MemoryItem
+from tenants.rls import tenant_scope
+from tests.memory.conftest import open_session_obj
+
+
+@pytest.fixture
+def embed_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The texts of every ``embeddings.embed`` call (the real model still runs)."""
+    calls: list[list[str]] = []
+    real = embeddings.embed
+
+    def counting(texts: Any, **kwargs: Any) -> Any:
+        calls.append(list(texts))
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(embeddings, "embed", counting)
+    return calls
+
+
+def _rows(tenant: Any, **filters: Any) -> list[MemoryUnit]:
+    with tenant_scope(tenant):
+        return list(MemoryUnit.objects.for_tenant(tenant).filter(**filters).order_by("created_at", "id"))
+
+
+def _events(tenant: Any, memory_id: Any) -> list[str]:
+    with tenant_scope(tenant):
+        return list(MemoryEvent.objects.for_tenant(tenant).filter(memory_id=memory_id).values_list("kind", flat=True))
+
+
+def _full_text_ids(tenant: Any, term: str) -> set[Any]:
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM memory_memoryunit WHERE search_vector @@ plainto_tsquery('english', %s)", [term])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_batch_creates_every_memory_with_its_event_vector_and_search_vector(acme, acme_session, embed_calls):
+    # given three facts of one message
+    items = [
+        MemoryItem(
+            type="fact_reference", key="order_id", content="订单号：JD2024123456", data={"order_id": "JD2024123456"}
+        ),
+        MemoryItem(type="user_profile", key="phone", content="用户手机号：13912345678"),
+        MemoryItem(type="session_state", content="The customer asks about a late refund"),
+    ]
+
+    # when
+    results = services.write_memories(acme.tenant, acme_session, items, actor=services.END_USER)
+
+    # then one embedding call for all three, three rows, one create event each
+    assert embed_calls == [[item.content for item in items]]
+    assert [r.outcome for r in results] == ["created", "created", "created"]
+    rows = {m.pk: m for m in _rows(acme.tenant)}
+    assert set(rows) == {r.memory.pk for r in results}
+    for result in results:
+        stored = rows[result.memory.pk]
+        assert stored.embedding is not None
+        assert len(stored.embedding) == 384
+        assert stored.embedding_model == embeddings.DEFAULT_MODEL
+        assert stored.search_vector
+        assert _events(acme.tenant, stored.pk) == ["create"]
+    assert rows[results[2].memory.pk].session_id == acme_session.pk  # session-scoped type
+    assert rows[results[1].memory.pk].session_id is None
+    # and the jieba-segmented Chinese term and the English words match through full text
+    assert _full_text_ids(acme.tenant, "订单号") == {results[0].memory.pk}
+    assert _full_text_ids(acme.tenant, "单号") == {results[0].memory.pk}
+    assert _full_text_ids(acme.tenant, "refunds") == {results[2].memory.pk}
+
+
+def test_single_write_stores_its_search_vector_in_the_insert(acme, acme_session):
+    # when
+    written = services.do_write_memory(
+        acme.tenant, acme_session, type="fact_reference", content="快递单号：SF1234567890"
+    )
+
+    # then
+    assert _full_text_ids(acme.tenant, "快递") == {written.memory.pk}
+
+
+def test_keyed_item_in_a_batch_replaces_the_live_memory_and_chains_in_batch_repeats(acme, acme_session):
+    # given a live phone number
+    old = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000"
+    )
+
+    # when a batch changes it twice and repeats the last value
+    results = services.write_memories(
+        acme.tenant,
+        acme_session,
+        [
+            MemoryItem(type="user_profile", key="phone", content="手机 13900000000"),
+            MemoryItem(type="user_profile", key="name", content="用户姓名 张伟"),
+            MemoryItem(type="user_profile", key="phone", content="手机 13700000000"),
+            MemoryItem(type="user_profile", key="phone", content="手机 13700000000"),
+        ],
+    )
+
+    # then
+    assert [r.outcome for r in results] == ["replaced", "created", "replaced", "refreshed"]
+    first, _, second, again = results
+    assert first.replaced.pk == old.memory.pk
+    assert second.replaced.pk == first.memory.pk
+    assert again.memory.pk == second.memory.pk
+    phones = {m.pk: m for m in _rows(acme.tenant, key="phone")}
+    assert len(phones) == 3
+    live = [m for m in phones.values() if m.superseded_at is None]
+    assert [m.content for m in live] == ["手机 13700000000"]
+    assert live[0].confirm_count == 1
+    assert phones[old.memory.pk].superseded_by_id == first.memory.pk
+    assert phones[first.memory.pk].superseded_by_id == second.memory.pk
+    assert phones[first.memory.pk].expires_at == phones[first.memory.pk].created_at  # never valid on its own
+    assert _events(acme.tenant, old.memory.pk) == ["create", "replace"]
+    assert _events(acme.tenant, first.memory.pk) == ["create", "replace"]
+    assert _events(acme.tenant, second.memory.pk) == ["create", "confirm"]
+    visible = services.list_memories(acme.tenant, acme_session, type="user_profile")
+    assert {m.content for m in visible} == {"用户姓名 张伟", "手机 13700000000"}
+
+
+def test_repeated_fact_costs_no_embedding_and_still_counts_a_confirmation(acme, acme_session, embed_calls):
+    # given
+    first = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
+    )
+    embed_calls.clear()
+
+    # when the same fact comes again, alone and in a batch
+    again = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
+    )
+    batch = services.write_memories(
+        acme.tenant, acme_session, [MemoryItem(type="user_profile", key="name", content="用户姓名 张伟")]
+    )
+
+    # then no embedding, no new row, two confirmations
+    assert embed_calls == []
+    assert again.outcome == "refreshed"
+    assert batch[0].outcome == "refreshed"
+    assert again.memory.pk == batch[0].memory.pk == first.memory.pk
+    [row] = _rows(acme.tenant, key="name")
+    assert row.confirm_count == 2
+    assert row.relevance_score == 1.0
+    assert _events(acme.tenant, row.pk) == ["create", "confirm", "confirm"]
+
+
+@pytest.mark.parametrize(
+    ("bad", "code"),
+    [
+        (MemoryItem(type="fact_reference", content="长" * 151), "content_too_long"),
+        (MemoryItem(type="no_such_type", content="whatever"), "unknown_type"),
+    ],
+)
+def test_a_bad_item_fails_the_whole_batch_and_leaves_stored_data_intact(acme, acme_session, embed_calls, bad, code):
+    # given a live memory and its history
+    old = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000"
+    )
+    embed_calls.clear()
+
+    # when the second item of a batch is bad
+    with pytest.raises(ApiError) as raised:
+        services.write_memories(
+            acme.tenant,
+            acme_session,
+            [
+                MemoryItem(type="user_profile", key="phone", content="手机 13900000000"),
+                bad,
+                MemoryItem(type="fact_reference", content="订单号：JD2024000001"),
+            ],
+        )
+
+    # then a clear error names the item, and nothing was embedded or written
+    assert raised.value.code == code
+    assert raised.value.extra == {"index": 1}
+    assert raised.value.message.startswith("items[1]: ")
+    assert embed_calls == []
+    [row] = _rows(acme.tenant)
+    assert (row.pk, row.content, row.superseded_at) == (old.memory.pk, "手机 13800000000", None)
+    assert _events(acme.tenant, row.pk) == ["create"]
+
+
+def test_an_empty_batch_writes_nothing(acme, acme_session):
+    assert services.write_memories(acme.tenant, acme_session, []) == []
+    assert _rows(acme.tenant) == []
+
+
+def test_extraction_stores_a_messages_facts_with_one_embedding_call(acme, acme_session, embed_calls):
+    # given a message with three facts
+    with tenant_scope(acme.tenant):
+        message = Message.objects.for_tenant(acme.tenant).create(
+            tenant=acme.tenant,
+            session=acme_session,
+            role=Message.Role.USER,
+            text="我叫张伟，手机号 13912345678，订单号 JD2024123456 还没到",
+            seq=1,
+        )
+
+    # when
+    result = extract_and_store(acme.tenant, acme_session, message)
+
+    # then
+    assert len(embed_calls) == 1
+    assert len(embed_calls[0]) == 3
+    assert [w.outcome for w in result.written] == ["created", "created", "created"]
+    rows = _rows(acme.tenant)
+    assert {m.key for m in rows} == {"name", "phone", "order_id"}
+    assert {m.source_message_id for m in rows} == {message.pk}
+    assert {m.source_role for m in rows} == {"user"}
+    with tenant_scope(acme.tenant):
+        actors = set(MemoryEvent.objects.for_tenant(acme.tenant).values_list("actor", flat=True))
+    assert actors == {MemoryEvent.Actor.END_USER}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_and_single_writes_leave_one_live_memory_per_key(acme):
+    # given two racing batches that touch the same keys in opposite orders, and two single writers
+    session = open_session_obj(acme, "alice")
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def batch(n: int, keys: list[str]) -> None:
+        items = [MemoryItem(type="user_profile", key=key, content=f"{key} value {n}") for key in keys]
+        services.write_memories(acme.tenant, session, items)
+
+    def single(n: int, keys: list[str]) -> None:
+        for key in keys:
+            services.do_write_memory(acme.tenant, session, type="user_profile", key=key, content=f"{key} value {n}")
+
+    def run(n: int, write: Any, keys: list[str]) -> None:
+        try:
+            barrier.wait(timeout=10)
+            write(n, keys)
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    plans = [(0, batch, ["phone", "name", "email"]), (1, batch, ["email", "name", "phone"]),
+             (2, single, ["name", "phone"]), (3, single, ["phone", "email"])]  # fmt: skip
+
+    # when
+    threads = [threading.Thread(target=run, args=plan) for plan in plans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+
+    # then every write landed, one live memory per key, the rest in history
+    assert errors == []
+    for key, writes in (("phone", 4), ("name", 3), ("email", 3)):
+        rows = _rows(acme.tenant, key=key)
+        assert len(rows) == writes
+        live = [m for m in rows if m.superseded_at is None]
+        assert len(live) == 1
+        assert all(m.superseded_by_id is not None for m in rows if m.superseded_at is not None)
+        assert sum(_events(acme.tenant, m.pk).count("create") for m in rows) == writes
