@@ -235,11 +235,16 @@ def open_store(slug: str, conv: Conversation) -> Store:
 def write_turn_units(store: Store, units: list[tuple[Turn, str]], vectors: Any) -> None:
     from memory import services
 
+    # The conversation each unit came from, as the product's extraction passes it: the turn before and the
+    # unit's own whole turn (a long turn's units share it).
+    previous = {t.dia_id: p for p, t in zip([None, *store.conv.turns], store.conv.turns, strict=False)}
     for (turn, content), vector in zip(units, vectors, strict=True):
+        before = previous.get(turn.dia_id)
+        context = f"{before.speaker}: {before.text}\n" if before else ""
         res = services.do_write_memory(
             store.tenant, store.session, type="fact_reference", content=content,
             data={"dia_id": turn.dia_id, "date": turn.date_label}, expires_in=TEN_YEARS, now=turn.when,
-            embedding=vector,
+            embedding=vector, context=context + f"{turn.speaker}: {turn.text}",
         )  # fmt: skip
         store.dia_of[res.memory.pk] = turn.dia_id
         store.memories += 1
@@ -774,7 +779,6 @@ def main() -> None:
         _, diag_product = diagnostics(None, best_knobs)
         results["candidate_diagnostics_cats1-4"] = diag_product
         common.log(f"  candidate diagnostics (chosen knobs): {diag_product}")
-
 
     # how often the rewrite touches a LoCoMo question (its rules are written for customer-service vagueness)
     rewritten: Counter[str] = Counter()

@@ -40,6 +40,20 @@ class ExtractionResult:
     retired: int = 0
 
 
+def _previous_text(tenant: Tenant, session: ChatSession, message: Message) -> str:
+    if not message.seq:
+        return ""
+    with tenant_scope(tenant):
+        previous = (
+            Message.objects.for_tenant(tenant)
+            .filter(session=session, seq__lt=message.seq)
+            .order_by("-seq")
+            .values_list("text", flat=True)
+            .first()
+        )
+    return previous or ""
+
+
 @require_session_id
 def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) -> ExtractionResult:
     """Extract facts from ``message`` and upsert them as memories of this
@@ -72,8 +86,12 @@ def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) ->
                 type=fact.type, key=fact.key, content=content, data=redact_obj(fact.data), expires_in=fact.expires_in
             )
         )
-    # One batch: one embedding call and one transaction for the message's facts.
-    written = services.write_memories(tenant, session, items, source_message=message, source_role=role, actor=actor)
+    # One batch: one embedding call and one transaction for the message's facts, indexed with the
+    # conversation they came from (the message before this one, usually the agent's question, and this one).
+    written = services.write_memories(
+        tenant, session, items, source_message=message, source_role=role, actor=actor,
+        context=f"{_previous_text(tenant, session, message)}\n{text}" if items else "",
+    )  # fmt: skip
     for fact, outcome in zip(kept, written, strict=True):
         result.written.append(outcome)
         if outcome.outcome == "replaced":

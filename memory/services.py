@@ -33,6 +33,7 @@ from memory.models import (
     MemoryEvent,
     MemoryUnit,
 )
+from memory.redaction import redact
 from memory.schema import MemoryUnitIn
 from memory.text import TS_CONFIG, document_text
 from tenants.models import Tenant
@@ -224,11 +225,30 @@ def _search_fields(content: str, key: str | None, data: dict[str, Any]) -> str:
     return document_text([content, (key or "").replace("_", " "), *values])
 
 
-def _search_vector(search_text: str) -> SearchVector:
+#: ``search_vector`` weight of a memory's conversational context. Its own text keeps PostgreSQL's default
+#: weight D, so rows written before context existed read the same; recall's BM25 counts a term found only
+#: in the context at half the weight of one in the memory's own text (memory/recall.py).
+CONTEXT_WEIGHT = "C"
+#: At most this many context words are indexed per memory (two chat messages' worth).
+CONTEXT_WORDS = 200
+
+
+def context_text(*messages: str) -> str:
+    """Segmented, redacted words of the conversation around a memory, for ``search_context``. Secrets never
+    reach the index (they would be searchable otherwise)."""
+    words = document_text([redact(m) for m in messages if m]).split()
+    return " ".join(words[:CONTEXT_WORDS])
+
+
+def _search_vector(search_text: str, search_context: str = "") -> Any:
     """``search_vector`` computed by PostgreSQL in the statement that writes
-    the row (INSERT or UPDATE). The instance keeps the expression, not the
-    tsvector: reading the value means loading the row."""
-    return SearchVector(Value(search_text), config=TS_CONFIG)
+    the row (INSERT or UPDATE): the memory's own words at the default weight,
+    its context's at ``CONTEXT_WEIGHT``. The instance keeps the expression,
+    not the tsvector: reading the value means loading the row."""
+    own = SearchVector(Value(search_text), config=TS_CONFIG)
+    if not search_context:
+        return own
+    return own + SearchVector(Value(search_context), config=TS_CONFIG, weight=CONTEXT_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -282,10 +302,15 @@ def do_write_memory(
     actor: Actor = SYSTEM,
     now: datetime | None = None,
     embedding: Any = None,
+    context: str = "",
 ) -> WriteResult:
     """Store a memory; a memory with the same key in the same scope is
     replaced (the old one stays in history), an identical one is refreshed
     (a confirmation: no new row and no embedding).
+
+    ``context`` is the conversation the memory came from (raw text: its
+    source message and the one before it); it is redacted, segmented and
+    indexed at a lower weight for recall's lexical leg, never shown.
 
     Concurrency: writers of one key are serialised by a transaction-scoped
     advisory lock, and a partial unique index allows one live row per key, so
@@ -295,8 +320,9 @@ def do_write_memory(
     valid = check_memory_input(type=type, content=content, key=key, data=data or {}, expires_in=expires_in)
     planned = [_plan(tenant, session, valid, embedding)]
     written = _store(
-        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now
-    )
+        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
+        context=context,
+    )  # fmt: skip
     return written[0]
 
 
@@ -310,6 +336,7 @@ def write_memories(
     source_role: str = "",
     actor: Actor = SYSTEM,
     now: datetime | None = None,
+    context: str = "",
 ) -> list[WriteResult]:
     """Store several memories of one session (e.g. the facts of one message)
     at once: one result per item, in order, each as ``do_write_memory``
@@ -335,8 +362,9 @@ def write_memories(
             ) from None
         planned.append(_plan(tenant, session, valid, item.embedding))
     return _store(
-        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now
-    )
+        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
+        context=context,
+    )  # fmt: skip
 
 
 def _store(
@@ -348,6 +376,7 @@ def _store(
     source_role: str,
     actor: Actor,
     now: datetime | None,
+    context: str = "",
 ) -> list[WriteResult]:
     """Apply validated writes in one transaction (the work behind
     ``do_write_memory`` and ``write_memories``).
@@ -359,6 +388,7 @@ def _store(
     if not planned:
         return []
     now = now or timezone.now()
+    search_context = context_text(context)
 
     def build(p: _Planned) -> MemoryUnit:
         search_text = _search_fields(p.valid.content, p.valid.key, p.valid.data)
@@ -378,7 +408,8 @@ def _store(
             embedding=p.embedding,
             embedding_model=p.model,
             search_text=search_text,
-            search_vector=_search_vector(search_text),
+            search_context=search_context,
+            search_vector=_search_vector(search_text, search_context),
         )
 
     with tenant_scope(tenant):
@@ -501,7 +532,7 @@ def do_edit_memory(
             locked.search_text = _search_fields(locked.content, locked.key, locked.data)
             locked.embedding_model = embeddings.model_for(tenant, locked.type)
             locked.embedding = embeddings.embed_one(locked.content, model=locked.embedding_model, kind="passage")
-            locked.search_vector = _search_vector(locked.search_text)
+            locked.search_vector = _search_vector(locked.search_text, locked.search_context)
             fields += ["content", "data", "search_text", "search_vector", "embedding", "embedding_model"]
         if expires_in is not None:
             locked.expires_at = locked.created_at + timedelta(seconds=merged.expires_in)
