@@ -22,6 +22,9 @@ REDIS_URL = envurl("REDIS_URL", None, schemes=("redis", "rediss", "unix"))
 OLLAMA_HOST = envurl("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", "https"))
 OLLAMA_MODEL = envstr("OLLAMA_MODEL", "qwen2.5:7b")
 OLLAMA_TIMEOUT_S = envfloat("OLLAMA_TIMEOUT_S", 60.0, minimum=0.1)
+# Ollama-assisted fact extraction for every tenant (memory/llm_extraction.py); a tenant's
+# settings["llm_extraction"] overrides it either way.
+MEMDESK_LLM_EXTRACTION = envbool("MEMDESK_LLM_EXTRACTION", False)
 
 
 def _secret_key() -> str:
@@ -143,11 +146,17 @@ EMBEDDED_PG_DIR = DATA_DIR / "pg"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+#: Longer than channels_redis's 5 s blocking read (see CHANNEL_LAYERS).
+REDIS_SOCKET_TIMEOUT_S = 30
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8 reads with a 5 s socket timeout by default: exactly as
+            # long as channels_redis blocks in BZPOPMIN waiting for a message, so
+            # every WebSocket idle for 5 s lost its consumer (TimeoutError).
+            # Reads must outlast the block (bench/chat_load.py found it).
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S}]},
         }
     }
 else:

@@ -20,6 +20,7 @@ from chat.access import require_session_id
 from chat.models import ChatSession, Message
 from memory import services
 from memory.compression import compress
+from memory.llm_extraction import extract_facts_with_model
 from memory.models import MemoryType, MemoryUnit
 from memory.redaction import redact, redact_obj
 from memory.rules import Fact, extract_facts, is_confirmation
@@ -72,6 +73,8 @@ def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) ->
     except Exception:  # an extractor bug must not lose the turn; it is logged and fixed
         logger.exception("fact extraction failed for message %s", message.pk)
         facts = []
+    # Optional, off by default: the model fills keys the rules left empty; never raises (memory/llm_extraction.py).
+    facts = [*facts, *extract_facts_with_model(tenant, session, message, facts)]
     result.facts = facts
     actor = services.END_USER if role == Message.Role.USER else services.SYSTEM
     kept: list[Fact] = []

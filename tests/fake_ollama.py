@@ -13,7 +13,8 @@ server and the product's real client talks HTTP to it. It serves
 - ``GET /api/tags`` and ``GET /api/version``.
 
 Each ``/api/chat`` request takes the next scripted :class:`Reply` (or asks a
-callable); replies can delay, fail with an HTTP status before streaming, cut
+callable; ``Reply.content(obj)`` answers an exact body, e.g. the JSON for a
+request with a ``format`` schema); replies can delay, fail with an HTTP status before streaming, cut
 the connection after K deltas, or hang. Every request body is recorded, and
 the server notices when a client goes away mid-stream, so a test can assert
 that generation stopped.
@@ -67,6 +68,13 @@ class Reply:
     prompt_eval_count: int | None = None
     eval_count: int | None = None
     done_reason: str = "stop"
+
+    @classmethod
+    def content(cls, body: Any) -> Reply:
+        """A reply whose message content is exactly ``body`` (JSON-encoded
+        unless it is a str), in one delta: what a model answers to a request
+        with a ``format`` schema, or a malformed answer to one."""
+        return cls(deltas=[body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)])
 
     def pieces(self) -> list[str]:
         if self.deltas is not None:
