@@ -391,3 +391,8 @@ def test_detect_language_is_exported() -> None:
 
 def test_empty_text_gives_no_facts() -> None:
     assert extract_facts("   ", now=NOW) == []
+
+
+@pytest.mark.parametrize("text", ["买的东西什么时候到", "公司福利怎么领", "上门安装要多久"])
+def test_everyday_words_jieba_tags_as_places_are_not_places(text: str) -> None:
+    assert "place" not in facts_by_key(text)
