@@ -74,7 +74,7 @@ class MemoryUnit(TenantOwned):
     #: Segmented words of the conversation the memory came from (its source message and the one before it),
     #: indexed at a lower weight than its own text: "What did you paint?" / "A sunset over the lake" — the
     #: answer's memory is found by "paint" (docs/memory.md, measured on LoCoMo in bench/RESULTS.md).
-    search_context = models.TextField(blank=True, default="")
+    search_context = models.TextField(blank=True, default="", db_default="")
     search_vector = SearchVectorField(null=True)
 
     class Meta(TenantOwned.Meta):
