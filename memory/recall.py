@@ -41,6 +41,9 @@ from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
 CONFIRM_BELOW = 0.7
+#: Columns recall's callers never read from a hit (they load lazily if one does): parsing a 384-float vector
+#: per hit is a measurable share of a recall.
+_HEAVY = ("embedding", "search_vector", "search_text", "search_context")
 MAX_K = 50
 
 #: Chosen on LoCoMo (bench/locomo_recall.py, grid on half the conversations,
@@ -92,7 +95,7 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
         return []
     types = {k for k in keys if k in MemoryType.values}
     plain_keys = [k for k in keys if k not in MemoryType.values]
-    base = MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session)).filter(valid_q(as_of))
+    base = MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session)).filter(valid_q(as_of)).defer(*_HEAVY)
     found: list[MemoryUnit] = []
     if plain_keys:
         found += list(base.filter(key__in=plain_keys).select_related("end_user").order_by("-created_at"))
@@ -147,10 +150,12 @@ stats AS MATERIALIZED (
     SELECT count(*)::float AS n, GREATEST(avg(length(s.search_vector)), 1)::float AS avglen, {dfs}
     FROM scoped s CROSS JOIN tq
 ),
-matched AS (
-    SELECT s.id, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
-           %(k1)s * (1 - %(b)s + %(b)s * length(s.search_vector) / st.avglen) AS norm
-    FROM scoped s CROSS JOIN tq CROSS JOIN stats st WHERE s.search_vector @@ tq.q_any
+matched AS MATERIALIZED (
+    SELECT id, {levels}, norm FROM (
+        SELECT s.id, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
+               %(k1)s * (1 - %(b)s + %(b)s * length(s.search_vector) / st.avglen) AS norm
+        FROM scoped s CROSS JOIN tq CROSS JOIN stats st WHERE s.search_vector @@ tq.q_any
+    ) m CROSS JOIN tq
 ),
 lex AS (
     SELECT id, coverage, row_number() OVER (ORDER BY score DESC, id) AS rnk FROM (
@@ -180,16 +185,19 @@ def _lex_sql(n_terms: int) -> str:
     terms = range(n_terms)
     idf = [f"ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5))" for i in terms]
     saturation = "(%(k1)s + 1) * {tf} / ({tf} + m.norm)"
+    # each term matched once per row: 2 = in the memory's own text, 1 = only in its context, 0 = absent
+    levels = ", ".join(f"(CASE WHEN own @@ tq.q{i} THEN 2 WHEN sv @@ tq.q{i} THEN 1 ELSE 0 END) AS h{i}" for i in terms)
     score = " + ".join(
-        f"(CASE WHEN m.own @@ tq.q{i} THEN {idf[i]} * {saturation.format(tf=OWN_TF)}"
-        f" WHEN m.sv @@ tq.q{i} THEN {idf[i]} * {saturation.format(tf=CONTEXT_TF)} ELSE 0 END)"
+        f"(CASE m.h{i} WHEN 2 THEN {idf[i]} * {saturation.format(tf=OWN_TF)}"
+        f" WHEN 1 THEN {idf[i]} * {saturation.format(tf=CONTEXT_TF)} ELSE 0 END)"
         for i in terms
     )
     return _LEX_SQL.format(
         queries=", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in terms),
         any_term=" || ".join(f"q{i}" for i in terms),
         dfs=", ".join(f"count(*) FILTER (WHERE s.search_vector @@ tq.q{i})::float AS df{i}" for i in terms),
-        own_hits=" + ".join(f"(m.own @@ tq.q{i})::int" for i in terms),
+        levels=levels,
+        own_hits=" + ".join(f"(m.h{i} = 2)::int" for i in terms),
         denominator=" + ".join(f"(numnode(tq.q{i}) > 0)::int" for i in terms),
         score=score,
     )
@@ -246,7 +254,10 @@ def _candidate_stage(
     top = scored[: max(k * 3, k)]
     memories = {
         m.pk: m
-        for m in MemoryUnit.objects.for_tenant(tenant).select_related("end_user").filter(pk__in=[r[1] for r in top])
+        for m in MemoryUnit.objects.for_tenant(tenant)
+        .select_related("end_user")
+        .defer(*_HEAVY)
+        .filter(pk__in=[r[1] for r in top])
     }
     hits = [
         RecallHit(
