@@ -49,7 +49,15 @@ PAST_AS_OF_DAYS = 20
 HOUR, DAY = 3600, 86400
 STAGES = ("rule", "vector", "embed", "rerank", "total")
 LOAD_CHUNK = 100_000
-MODEL = "all-MiniLM-L6-v2"  # the product's default; every benchmark tenant must resolve to it (checked)
+MODEL = "all-MiniLM-L6-v2"  # the product's default; every benchmark tenant resolves to it (checked) …
+#: … unless ``--zh-model`` gives the Chinese tenants another model (docs/memory.md recommends
+#: ``multilingual-use-384`` for them); set from the command line.
+ZH_MODEL: str | None = None
+
+
+def tenant_model(tenant: Any) -> str:
+    return (tenant.settings or {}).get("embedding_model") or MODEL
+
 
 # --- value generators ----------------------------------------------------------------------------------------
 
@@ -511,7 +519,7 @@ class Row:
 class World:
     users: list[User] = field(default_factory=list)
     pool: list[PoolText] = field(default_factory=list)
-    vec_literals: list[str] = field(default_factory=list)
+    vec_literals: dict[str, list[str]] = field(default_factory=dict)  # model → literal per pool text
     search_texts: list[str] = field(default_factory=list)
 
 
@@ -527,6 +535,9 @@ def build_tenants_and_users(rng: random.Random, tag: str) -> list[User]:
     for t in range(N_TENANTS):
         lang = "zh" if t % 10 < 7 else "en"
         tenant = do_create_tenant(f"bench-{tag}-t{t:03d}", language=lang).tenant
+        if lang == "zh" and ZH_MODEL:
+            tenant.settings = {**(tenant.settings or {}), "embedding_model": ZH_MODEL}
+            tenant.save(update_fields=["settings"])
         for u in range(USERS_PER_TENANT):
             eu = EndUser(tenant=tenant, external_id=f"u{u:03d}")
             end_users.append(eu)
@@ -557,8 +568,9 @@ def build_tenants_and_users(rng: random.Random, tag: str) -> list[User]:
 
     for tenant in {u.tenant.pk: u.tenant for u in users}.values():
         models = set(embeddings.models_for(tenant, MemoryType.values))
-        if models != {MODEL}:
-            raise SystemExit(f"bench tenants must embed with {MODEL}; settings give {models}")
+        if models != {tenant_model(tenant)}:
+            want = tenant_model(tenant)
+            raise SystemExit(f"bench tenant {tenant.slug} must embed with {want}; settings give {models}")
     with operator_scope():
         EndUser.all_objects.bulk_create(end_users, batch_size=2000)
         ChatSession.all_objects.bulk_create(sessions, batch_size=2000)
@@ -598,11 +610,15 @@ def build_pool(rng: random.Random, size: int) -> World:
         seen.add(text.content)
         world.pool.append(text)
     common.log(f"pool: {len(world.pool)} distinct texts; embedding them (batched)")
-    with common.Timer() as t:
-        vectors = embeddings.embed([p.content for p in world.pool], model=MODEL, batch_size=128, kind="passage")
-    world.embed_s = t.ms / 1000  # type: ignore[attr-defined]
-    common.log(f"embedded {len(world.pool)} texts in {t.ms / 1000:.1f} s ({len(world.pool) / (t.ms / 1000):.0f}/s)")
-    world.vec_literals = [_vector_literal(v) for v in vectors]
+    for model in [MODEL] + ([ZH_MODEL] if ZH_MODEL else []):
+        with common.Timer() as t:
+            vectors = embeddings.embed([p.content for p in world.pool], model=model, batch_size=128, kind="passage")
+        world.embed_s = t.ms / 1000  # type: ignore[attr-defined]
+        common.log(
+            f"embedded {len(world.pool)} texts with {model} in {t.ms / 1000:.1f} s "
+            f"({len(world.pool) / (t.ms / 1000):.0f}/s)"
+        )
+        world.vec_literals[model] = [_vector_literal(v) for v in vectors]
     world.search_texts = [_search_fields(p.content, p.key, p.data) for p in world.pool]
     return world
 
@@ -686,7 +702,8 @@ def load_rows(world: World, rows: list[Row]) -> float:
             row.relevance,
             row.superseded_at.isoformat() if row.superseded_at else None,
             row.superseded_by,
-            world.vec_literals[row.pool],
+            world.vec_literals[tenant_model(row.user.tenant)][row.pool],
+            tenant_model(row.user.tenant),
             world.search_texts[row.pool],
         ]
         return "\t".join(esc(f) for f in fields) + "\n"
@@ -697,7 +714,7 @@ def load_rows(world: World, rows: list[Row]) -> float:
                 "CREATE TEMP TABLE bench_stage (id uuid, tenant_id uuid, end_user_id uuid, session_id uuid, type text,"
                 " key text, content text, data jsonb, created_at timestamptz, expires_at timestamptz,"
                 " relevance_score float8, superseded_at timestamptz, superseded_by_id uuid, embedding text,"
-                " search_text text) ON COMMIT DROP"
+                " embedding_model text, search_text text) ON COMMIT DROP"
             )
             raw = cursor.cursor
             with raw.copy("COPY bench_stage FROM STDIN") as copy:
@@ -710,8 +727,8 @@ def load_rows(world: World, rows: list[Row]) -> float:
                 " embedding_model, search_text, search_vector)"
                 " SELECT id, tenant_id, end_user_id, session_id, type, key, content, data, created_at, expires_at,"
                 " created_at, relevance_score, 0, 0, 0, 0, 0, '', superseded_at, superseded_by_id,"
-                " embedding::vector, %s, search_text, to_tsvector('english', search_text) FROM bench_stage",
-                [MODEL],
+                " embedding::vector, embedding_model, search_text, to_tsvector('english', search_text)"
+                " FROM bench_stage"
             )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_memoryunit")
@@ -990,7 +1007,9 @@ def hnsw_experiment(rng: random.Random, world: World, heavy: list[User], n_users
         stats: dict[str, Any] = {name: {"rows": 0, "true_rows": 0, "short": 0, "ms": []} for name in names}
         plans: dict[str, str] = {}
         for user in rng.sample(world.users, n_users):
-            q = _vector_literal(embeddings.embed_one(make_query(g, user.lang), model=MODEL, kind="query"))
+            q = _vector_literal(
+                embeddings.embed_one(make_query(g, user.lang), model=tenant_model(user.tenant), kind="query")
+            )
             params = {"t": user.tenant.pk, "u": user.end_user_id, "a": timezone.now(), "q": q}
             got: dict[str, list[Any]] = {}
             with tenant_scope(user.tenant), connection.cursor() as cursor:
@@ -1301,6 +1320,11 @@ def main() -> None:
     )
     parser.add_argument("--ingest-only", action="store_true", help="measure only the ingest (no recall world)")
     parser.add_argument("--no-hnsw", action="store_true", help="skip the HNSW comparison at the largest size")
+    parser.add_argument(
+        "--zh-model",
+        help="embedding model of the Chinese tenants (e.g. multilingual-use-384, as docs/memory.md recommends); "
+        "default: the product's default model for every tenant",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--out",
@@ -1308,6 +1332,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    global ZH_MODEL
+    ZH_MODEL = args.zh_model
     args.out = args.out or ("recall_scale_ingest" if args.ingest_only else "recall_scale")
 
     started = time.perf_counter()
@@ -1326,8 +1352,9 @@ def main() -> None:
             "tenants": N_TENANTS,
             "end_users_per_tenant": USERS_PER_TENANT,
             "pool_texts": args.pool,
-            "embedding": "real MiniLM vectors of a pool of distinct texts; each memory's content is one pool "
-            "text (reused across end users)",
+            "embedding": "real vectors of a pool of distinct texts by each tenant's model; each memory's "
+            "content is one pool text (reused across end users)",
+            "models": {"en": MODEL, "zh": ZH_MODEL or MODEL},
             "queries_per_size": args.queries,
             "k": 5,
             "as_of": f"80% now, 20% a random moment in the last {PAST_AS_OF_DAYS} days",
