@@ -42,6 +42,7 @@ _models: dict[str, Any] = {}
 
 BACKENDS = ("onnx", "torch")
 MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+ONNX_BATCH = 16
 
 
 def _minilm_path() -> str:
@@ -180,9 +181,11 @@ class OnnxMiniLM:
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         out = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
-        # longest first, as sentence-transformers does: batches of similar length pad less
+        # longest first, as sentence-transformers does: batches of similar length pad less; and at most
+        # ONNX_BATCH texts a run (larger batches pad more and were slower per text here: 4.3 ms at 8–16,
+        # 4.9 ms at 64, for customer-service memories on one thread)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        step = max(1, int(batch_size))
+        step = max(1, min(int(batch_size), ONNX_BATCH))
         for start in range(0, len(order), step):
             chunk = order[start : start + step]
             encodings = self._tokenizer.encode_batch([texts[i] for i in chunk])
