@@ -120,6 +120,9 @@ def test_sigterm_stops_between_items_and_the_next_worker_resumes(acme, backend, 
             first.kill()
         hold.set()
     stopped = acme.client.get(f"/api/v1/sessions/{sid}/batches/{task_id}").json()
+    # the aborted job is retried after RetryStrategy(wait=2): a `--once` worker started sooner finds
+    # nothing due yet and exits (seen once worker start-up got fast enough to beat it)
+    time.sleep(2.5)
     second = _worker(tmp_path, "--once")
     assert second.wait(timeout=120) == 0, _logs(tmp_path)
     # then the item in flight finished, the worker stopped before the next one
