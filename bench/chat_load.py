@@ -1,13 +1,36 @@
 """Chat load: N concurrent WebSocket sessions against a fake Ollama that streams
-instantly, so what is measured is memdesk itself (store, extract, recall,
-prompt, persist) — plus the seed's comparison (S20): prompt tokens of our
-two-channel prompt vs the raw history at turns 10/30/50 of a 50-turn dialogue.
+instantly, so a turn's time is memdesk's own platform overhead (store,
+extract, recall, prompt, persist, relay) — plus the seed's comparison (S20):
+prompt tokens of our two-channel prompt vs the raw history at turns 10/30/50
+of a 50-turn dialogue.
 
-    nice -n 10 .venv/bin/python bench/chat_load.py --sessions 10,100,300 --turns 5
+    nice -n 5 .venv/bin/python bench/chat_load.py --sessions 10,100 --workers 2
 
-memdesk runs as a real server (uvicorn, one worker process, in a subprocess)
-on its own benchmark database; clients are asyncio WebSocket clients in this
-process; the fake Ollama is a real HTTP server in this process.
+Two ways to load the server, both reported:
+
+- **paced** (the target's figure): each session sends its next message a
+  think time after the previous reply is done — what customers do. The think
+  time is exponential with mean ``--think-s`` (default 15 s, the middle of
+  the 10–30 s a customer takes to read a reply and type the next message),
+  seeded per session; memoryless gaps make the sessions' messages together a
+  Poisson stream, the standard open-workload model, and burstier than real
+  typists (a few gaps are under a second), so the figure errs pessimistic.
+  Each session starts after one think time, so arrivals do not bunch at t=0,
+  and keeps going for ``--duration-s``: a message due after that is not
+  sent, one sent before it is answered and counted. Offered rate =
+  sessions / think time; achieved = turns / duration.
+- **closed** (throughput/saturation): every session sends its next message
+  the moment the previous reply is done, so the server is always saturated
+  and turn times are mostly queueing; turns/s is the capacity.
+
+memdesk runs as a real server (uvicorn, ``--workers`` processes, each with a
+``--db-pool`` psycopg connection pool; with more than one worker the channel
+layer is Redis at ``--redis-url``; WebSocket compression on, as browsers ask
+for it, unless ``--no-ws-deflate``) on its own benchmark database; clients are
+asyncio WebSocket clients in this process; the fake Ollama is a real HTTP
+server in this process. Server CPU per turn is the CPU time of the uvicorn
+processes and of the PostgreSQL backends connected to the benchmark database
+during the run, divided by its turns.
 """
 
 from __future__ import annotations
@@ -17,10 +40,13 @@ import asyncio
 import json
 import os
 import random
+import re
+import signal
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +64,7 @@ from bench.common import (  # noqa: E402
 )
 
 DB = "memdesk_bench_chat"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/13"
 
 
 def _free_port() -> int:
@@ -46,7 +73,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(ollama_host: str) -> tuple[subprocess.Popen, str]:
+def start_server(
+    ollama_host: str, *, workers: int = 1, db_pool: int = 0, redis_url: str | None = None, ws_deflate: bool = True
+) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {
         **os.environ,
@@ -55,16 +84,26 @@ def start_server(ollama_host: str) -> tuple[subprocess.Popen, str]:
         "OLLAMA_TIMEOUT_S": "30",
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DB_POOL_MAX_SIZE": str(db_pool),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--no-access-log"],
-        cwd=REPO_ROOT, env=env,
-    )  # fmt: skip
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    elif workers > 1:
+        raise SystemExit("more than one worker needs --redis-url (the channel layer must span the processes)")
+    else:
+        env.pop("REDIS_URL", None)
+    command = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning", "--no-access-log"]  # fmt: skip
+    if workers > 1:
+        command += ["--workers", str(workers)]
+    if not ws_deflate:
+        command += ["--ws-per-message-deflate", "false"]
+    # A session of its own, so stop_server can end the workers with it.
+    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     import httpx
 
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
             if httpx.get(base + "/healthz", timeout=1).status_code == 200:
@@ -73,6 +112,18 @@ def start_server(ollama_host: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
     proc.kill()
     raise SystemExit("memdesk did not start")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """SIGTERM, and after 30 s SIGKILL for the server's whole process group
+    (uvicorn's workers included)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        log("memdesk did not stop within 30 s; killing its process group")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 def make_tenant() -> str:
@@ -87,33 +138,143 @@ def make_tenant() -> str:
     return provisioned.api_key
 
 
+# --- server CPU -------------------------------------------------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, own CPU seconds) of a live process, from /proc."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat is not None and stat[0] == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def server_cpu_s(server_pid: int) -> float:
+    """CPU seconds so far of the uvicorn process tree and of the PostgreSQL
+    backends serving the benchmark database (other databases on the shared
+    embedded server are left out)."""
+    total = 0.0
+    todo = [server_pid]
+    while todo:
+        pid = todo.pop()
+        stat = _proc_stat(pid)
+        if stat is not None:
+            total += stat[1]
+            todo += _children(pid)
+    from django.conf import settings
+
+    try:
+        postmaster = int((Path(settings.EMBEDDED_PG_DIR) / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return total
+    for pid in _children(postmaster):
+        try:
+            if f" {DB} " in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "):
+                total += (_proc_stat(pid) or (0, 0.0))[1]
+        except OSError:
+            continue
+    return total
+
+
+# --- clients ----------------------------------------------------------------------------------------------
+
 # Sessions are opened by tenants' back ends over time, not in one burst: at
 # most this many at once. (A burst of 100 concurrent HTTP requests takes 100
 # threads and 100 database connections under ASGI — see bench/RESULTS.md.)
 OPENING_AT_ONCE = 8
 
 
+@dataclass(frozen=True)
+class Pacing:
+    """Think time between a reply and the session's next message."""
+
+    mean_s: float
+    dist: str = "exp"  # "exp" (memoryless) or "uniform" (0.5–1.5 × mean)
+
+    def think(self, rng: random.Random) -> float:
+        if self.dist == "uniform":
+            return rng.uniform(0.5 * self.mean_s, 1.5 * self.mean_s)
+        return rng.expovariate(1 / self.mean_s)
+
+
+@dataclass
+class Clock:
+    """A paced run's window: ``go`` is set, and ``until`` known, once every session is connected."""
+
+    go: asyncio.Event
+    until: float = float("inf")
+
+
+@dataclass
+class Stats:
+    turn_ms: list[float]
+    ack_ms: list[float]
+    ack_to_first_delta_ms: list[float]
+    errors: list[dict[str, Any]]
+    first_sent: float = float("inf")
+    last_done: float = 0.0
+
+
 async def one_session(
-    base: str, key: str, n: int, turns: int, stats: dict[str, list], errors: list, opening: asyncio.Semaphore
-) -> None:
+    base: str, key: str, n: int, turns: int, stats: Stats, opening: asyncio.Semaphore,
+    pacing: Pacing | None = None, seed: int = 0, ready: asyncio.Barrier | None = None,
+    clock: Clock | None = None,
+) -> None:  # fmt: skip
+    """One customer: opens a session, connects, and sends ``turns`` messages
+    (closed) or a message each think time until ``clock.until`` (paced; every
+    session waits at ``ready`` and for ``clock.go`` first, so the clock starts
+    with all of them connected)."""
     import httpx
     import websockets
+
+    rng = random.Random(seed * 1_000_003 + n)
+    arrived = False
+
+    async def arrive() -> None:
+        nonlocal arrived
+        if ready is not None and not arrived:
+            arrived = True
+            await ready.wait()
 
     async with opening, httpx.AsyncClient(base_url=base, timeout=60) as http:
         response = await http.post(
             "/api/v1/sessions", json={"end_user_id": f"user-{n}"}, headers={"Authorization": f"Bearer {key}"}
         )
     if response.status_code != 201:
-        errors.append({"code": f"http_{response.status_code}", "message": response.text[:200]})
+        stats.errors.append({"code": f"http_{response.status_code}", "message": response.text[:200]})
+        await arrive()
         return
     opened = response.json()
     marker = f"CODE{n:04d}X"
     url = base.replace("http", "ws") + f"/ws/chat/?session_id={opened['session_id']}&token={opened['token']}"
     try:
         async with websockets.connect(url, open_timeout=60, max_size=2**22) as ws:
-            for turn in range(turns):
+            await arrive()
+            if clock is not None:
+                await clock.go.wait()
+            for turn in range(turns if pacing is None else 10**9):
+                if pacing is not None:
+                    due = time.perf_counter() + pacing.think(rng)
+                    if clock is None or due >= clock.until:
+                        break
+                    await asyncio.sleep(due - time.perf_counter())
                 text = f"我的订单号是 {marker}，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
                 sent = time.perf_counter()
+                stats.first_sent = min(stats.first_sent, sent)
                 await ws.send(json.dumps({"type": "message", "text": text, "client_msg_id": f"{n}-{turn}"}))
                 ack_at = first_delta = None
                 while True:
@@ -124,47 +285,81 @@ async def one_session(
                     elif frame["type"] == "delta" and first_delta is None:
                         first_delta = now
                     elif frame["type"] == "done":
-                        stats["turn_ms"].append((now - sent) * 1000)
-                        stats["ack_ms"].append((ack_at - sent) * 1000)
-                        stats["ack_to_first_delta_ms"].append((first_delta - ack_at) * 1000)
+                        stats.turn_ms.append((now - sent) * 1000)
+                        stats.ack_ms.append((ack_at - sent) * 1000)
+                        stats.ack_to_first_delta_ms.append((first_delta - ack_at) * 1000)
+                        stats.last_done = max(stats.last_done, now)
                         break
                     elif frame["type"] == "error":
-                        errors.append(frame)
+                        stats.errors.append(frame)
                         break
     except Exception as exc:  # noqa: BLE001 - a load test counts every failure
-        errors.append({"code": type(exc).__name__, "message": str(exc)[:200]})
+        stats.errors.append({"code": type(exc).__name__, "message": str(exc)[:200]})
+    await arrive()
 
 
-def leaks(fake: Any, sessions: int) -> int:
+def leaks(fake: Any) -> int:
     """Prompts that mention another session's order code."""
-    import re
-
     count = 0
     for body in fake.chat_requests:
         text = " ".join(m.get("content", "") for m in body.get("messages", []))
-        codes = set(re.findall(r"CODE\d{4}X", text))
-        if len(codes) > 1:
+        if len(set(re.findall(r"CODE\d{4}X", text))) > 1:
             count += 1
     return count
 
 
-async def load(base: str, key: str, sessions: int, turns: int) -> dict[str, Any]:
-    stats: dict[str, list] = {"turn_ms": [], "ack_ms": [], "ack_to_first_delta_ms": []}
-    errors: list = []
-    started = time.perf_counter()
+async def load(
+    base: str, key: str, sessions: int, turns: int, *, pacing: Pacing | None = None, seed: int = 0,
+    server_pid: int | None = None, duration_s: float = 60.0,
+) -> dict[str, Any]:  # fmt: skip
+    """One run. Closed: ``turns`` back-to-back turns per session, timed from
+    the first message to the last reply (CPU includes opening the sessions).
+    Paced: sessions open and connect first, then send for ``duration_s``;
+    CPU is counted from that moment."""
+    stats = Stats([], [], [], [])
     opening = asyncio.Semaphore(OPENING_AT_ONCE)
-    await asyncio.gather(*[one_session(base, key, n, turns, stats, errors, opening) for n in range(sessions)])
+    ready = asyncio.Barrier(sessions + 1) if pacing else None
+    clock = Clock(asyncio.Event()) if pacing else None
+    tasks = [
+        asyncio.create_task(one_session(base, key, n, turns, stats, opening, pacing, seed, ready, clock))
+        for n in range(sessions)
+    ]
+    if ready is not None:
+        await ready.wait()  # every session connected
+    load_before = os.getloadavg()[0]
+    cpu_before = server_cpu_s(server_pid) if server_pid else 0.0
+    started = time.perf_counter()
+    if clock is not None:
+        clock.until = started + duration_s
+        clock.go.set()
+    await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
+    cpu = server_cpu_s(server_pid) - cpu_before if server_pid else None
+    done = len(stats.turn_ms)
+    window = duration_s if pacing else (stats.last_done - stats.first_sent if done else elapsed)
     return {
+        "mode": "paced" if pacing else "closed",
         "sessions": sessions,
-        "turns_per_session": turns,
-        "turns": len(stats["turn_ms"]),
-        "turns_per_s": round(len(stats["turn_ms"]) / elapsed, 2),
-        "errors": len(errors),
-        "error_samples": errors[:3],
-        **{name: summarise(values) for name, values in stats.items()},
+        "turns_per_session": None if pacing else turns,
+        "duration_s": duration_s if pacing else None,
+        "think_s": pacing.mean_s if pacing else None,
+        "think_dist": pacing.dist if pacing else None,
+        "offered_turns_per_s": round(sessions / pacing.mean_s, 2) if pacing else None,
+        "turns": done,
+        "turns_per_s": round(done / window, 2) if window > 0 else None,
+        "elapsed_s": round(elapsed, 1),
+        "server_cpu_ms_per_turn": round(cpu * 1000 / done, 1) if cpu is not None and done else None,
+        "loadavg_before": round(load_before, 2),
+        "loadavg_after": round(os.getloadavg()[0], 2),
+        "errors": len(stats.errors),
+        "error_samples": stats.errors[:3],
+        "turn_ms": summarise(stats.turn_ms),
+        "ack_ms": summarise(stats.ack_ms),
+        "ack_to_first_delta_ms": summarise(stats.ack_to_first_delta_ms),
     }
 
+
+# --- S20 --------------------------------------------------------------------------------------------------
 
 DIALOGUE = {
     1: "你好，我叫张伟", 5: "我的订单号是 ABC123", 10: "帮我取消这个订单吧", 20: "我换号了，新号是 13912345678",
@@ -203,44 +398,95 @@ def seed_comparison(base: str, key: str, fake: Any) -> list[dict[str, Any]]:
     return rows
 
 
+# --- main -------------------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> Any:
+    return "—" if value is None else value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", default="10,100,300")
-    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--sessions", default="10,100", help="comma-separated concurrent session counts")
+    parser.add_argument("--turns", type=int, default=3, help="turns per session of a closed run")
+    parser.add_argument("--duration-s", type=float, default=90.0, help="length of a paced run")
+    parser.add_argument("--mode", choices=["paced", "closed", "both"], default="both")
+    parser.add_argument("--think-s", type=float, default=15.0, help="mean think time of the paced mode")
+    parser.add_argument("--think-dist", choices=["exp", "uniform"], default="exp")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--db-pool", type=int, default=20, help="DB_POOL_MAX_SIZE per worker (0: no pool)")
+    parser.add_argument(
+        "--redis-url", default=None, help=f"channel layer; default {DEFAULT_REDIS_URL} when --workers > 1"
+    )
+    parser.add_argument(
+        "--no-ws-deflate", action="store_true", help="run uvicorn without WebSocket compression (browsers offer it)"
+    )
+    parser.add_argument("--no-seed-comparison", action="store_true")
     args = parser.parse_args()
+    redis_url = args.redis_url or (DEFAULT_REDIS_URL if args.workers > 1 else None)
 
     setup_django(DB, fresh=True)
     from tests.fake_ollama import FakeOllama, Reply
 
-    results: dict[str, Any] = {"benchmark": "chat_load", "date": now_iso(), "machine": machine_info(), "runs": []}
+    modes = ["paced", "closed"] if args.mode == "both" else [args.mode]
+    counts = [int(x) for x in args.sessions.split(",")]
+    config = {
+        "workers": args.workers, "db_pool": args.db_pool, "channel_layer": "redis" if redis_url else "in-memory",
+        "ws_deflate": not args.no_ws_deflate,
+        "think_s": args.think_s, "think_dist": args.think_dist, "seed": args.seed, "turns": args.turns,
+        "duration_s": args.duration_s,
+        "command": " ".join(sys.argv),
+    }  # fmt: skip
+    results: dict[str, Any] = {
+        "benchmark": "chat_load", "date": now_iso(), "machine": machine_info(), "config": config, "runs": [],
+    }  # fmt: skip
+    pacing = Pacing(args.think_s, args.think_dist)
     with FakeOllama(default_reply=Reply(deltas=["好的，", "已为您", "查询，", "订单", "正在", "配送中。"])) as fake:
-        server, base = start_server(fake.host)
+        server, base = start_server(
+            fake.host,
+            workers=args.workers,
+            db_pool=args.db_pool,
+            redis_url=redis_url,
+            ws_deflate=not args.no_ws_deflate,
+        )
         try:
-            key = make_tenant()
-            asyncio.run(load(base, key, 2, 1))  # warm up: model load, first connections
-            for sessions in [int(x) for x in args.sessions.split(",")]:
+            # Warm up every worker: model loads, jieba dictionaries, pooled connections.
+            asyncio.run(load(base, make_tenant(), 8 * args.workers, 3))
+            for mode in modes:
+                for sessions in counts:
+                    fake.requests.clear()
+                    what = f"{args.duration_s:g} s" if mode == "paced" else f"{args.turns} turns each"
+                    log(f"{mode}: {sessions} concurrent sessions, {what} …")
+                    run = asyncio.run(
+                        load(base, make_tenant(), sessions, args.turns, pacing=pacing if mode == "paced" else None,
+                             seed=args.seed, server_pid=server.pid, duration_s=args.duration_s)
+                    )  # fmt: skip
+                    run["cross_session_leaks"] = leaks(fake)
+                    run["workers"] = args.workers
+                    results["runs"].append(run)
+                    log(f"  turn p95 {run['turn_ms'].get('p95')} ms, {run['turns_per_s']} turns/s, "
+                        f"{run['errors']} errors, load {run['loadavg_after']}")  # fmt: skip
+            if not args.no_seed_comparison:
                 fake.requests.clear()
-                log(f"{sessions} concurrent sessions × {args.turns} turns …")
-                run = asyncio.run(load(base, make_tenant(), sessions, args.turns))
-                run["cross_session_leaks"] = leaks(fake, sessions)
-                results["runs"].append(run)
-            fake.requests.clear()
-            results["seed_comparison"] = seed_comparison(base, make_tenant(), fake)
+                results["seed_comparison"] = seed_comparison(base, make_tenant(), fake)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            stop_server(server)
 
     print(table(
-        ["sessions", "turns", "turns/s", "turn p50 ms", "turn p95 ms", "ack p95 ms", "ack→delta p95 ms", "errors",
-         "leaks"],
-        [[r["sessions"], r["turns"], r["turns_per_s"], r["turn_ms"]["p50"], r["turn_ms"]["p95"], r["ack_ms"]["p95"],
-          r["ack_to_first_delta_ms"]["p95"], r["errors"], r["cross_session_leaks"]] for r in results["runs"]],
+        ["mode", "sessions", "workers", "offered turns/s", "achieved turns/s", "turns", "turn p50 ms", "turn p95 ms",
+         "turn p99 ms", "ack p95 ms", "ack→first delta p95 ms", "server CPU ms/turn", "errors", "leaks", "load avg"],
+        [[r["mode"], r["sessions"], r["workers"], _fmt(r["offered_turns_per_s"]), r["turns_per_s"], r["turns"],
+          r["turn_ms"].get("p50"), r["turn_ms"].get("p95"), r["turn_ms"].get("p99"), r["ack_ms"].get("p95"),
+          r["ack_to_first_delta_ms"].get("p95"), _fmt(r["server_cpu_ms_per_turn"]), r["errors"],
+          r["cross_session_leaks"], f"{r['loadavg_before']}→{r['loadavg_after']}"] for r in results["runs"]],
     ))  # fmt: skip
-    print(table(
-        ["turn", "our prompt tokens", "raw history tokens", "ratio", "platform ms"],
-        [[r["turn"], r["our_prompt_tokens"], r["raw_history_tokens"], r["ratio"], r["platform_ms"]]
-         for r in results["seed_comparison"]],
-    ))  # fmt: skip
+    if "seed_comparison" in results:
+        print(table(
+            ["turn", "our prompt tokens", "raw history tokens", "ratio", "platform ms"],
+            [[r["turn"], r["our_prompt_tokens"], r["raw_history_tokens"], r["ratio"], r["platform_ms"]]
+             for r in results["seed_comparison"]],
+        ))  # fmt: skip
     path = write_result("chat_load", results)
     print(f"written to {path}")
 

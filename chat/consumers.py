@@ -8,6 +8,7 @@ import json
 import logging
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import ValidationError
 
@@ -19,6 +20,31 @@ from memory import metrics
 
 logger = logging.getLogger(__name__)
 
+#: The session's other tabs get the reply's deltas in batches at most this
+#: far apart (this tab gets every delta at once): one group message per batch
+#: instead of one per token.
+RELAY_DELTAS_EVERY_S = 0.1
+
+
+async def group_size(layer: Any, group: str) -> int | None:
+    """How many channels (tabs, in every worker) ``group`` holds, or None
+    when the channel layer cannot tell (then every frame is relayed). Reads
+    the two layers memdesk configures: in-memory (one process) and Redis
+    (the group's sorted set: one ``ZCARD``; members of a crashed worker stay
+    until the group expires, which only costs relaying to nobody)."""
+    from channels.layers import InMemoryChannelLayer
+
+    if isinstance(layer, InMemoryChannelLayer):
+        return len(layer.groups.get(group, {}))
+    try:
+        from channels_redis.core import RedisChannelLayer
+    except ImportError:  # pragma: no cover - channels-redis is a dependency
+        return None
+    if isinstance(layer, RedisChannelLayer):
+        connection = layer.connection(layer.consistent_hash(group))
+        return int(await connection.zcard(layer._group_key(group)))
+    return None
+
 
 class ChatConsumer(AsyncWebsocketConsumer):
     """One browser tab in one session. A turn runs in its own task so pings
@@ -26,11 +52,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
     which stops generation and keeps the partial reply."""
 
     turn: asyncio.Task | None = None
+    #: From a message's arrival until its turn's last frame (``done`` or an
+    #: error) goes out: a client that waited for that frame may send the next
+    #: message at once, even while the frame is still being relayed to the
+    #: session's other tabs.
+    replying: bool = False
 
     async def connect(self) -> None:
-        await self.accept()
+        # Frames reach the session's other tabs in the order this tab sends
+        # them, across the end of one turn and the start of the next.
+        self.relay = asyncio.Lock()
+        self.pending: list[dict[str, Any]] = []  # deltas not yet relayed to the other tabs
+        self.relay_timer: asyncio.Task | None = None
+        self.other_tabs = True  # whether this turn's frames go to the group too
         reject = self.scope.get("memdesk_reject")
         if reject is not None:
+            await self.accept()
             await self.send_json({"type": "error", "code": "rejected", "message": reject.reason, "retryable": False})
             await self.close(code=reject.code)
             return
@@ -38,12 +75,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.tenant = identity.tenant
         self.session = identity.session
         # Every tab of one session joins its group, so a reply started in
-        # one tab streams into all of them (across workers with Redis).
+        # one tab streams into all of them (across workers with Redis). It
+        # joins before its socket opens: once a tab is connected, a turn
+        # started in another tab counts it (see ``_run``).
         self.group = f"chat.session.{self.session.pk}"
         await self.channel_layer.group_add(self.group, self.channel_name)
         metrics.WEBSOCKETS.inc()
+        await self.accept()
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Channels' dispatch without its ``aclose_old_connections()`` before
+        every handler: that call hops to Channels' single sync thread (about
+        twenty hops a turn: each frame in, each group message) to close
+        database connections this consumer never opens there — its database
+        work runs in ``chat.db.unit_of_work``, which closes its own."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def disconnect(self, code: int) -> None:
+        if self.relay_timer is not None:
+            self.relay_timer.cancel()
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             metrics.WEBSOCKETS.dec()
@@ -78,7 +131,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if frame["type"] != "message":
             await self.error("bad_frame", f"unknown frame type {frame['type']!r}")
             return
-        if self.turn is not None and not self.turn.done():
+        if self.replying:
             await self.error("turn_in_progress", "wait for the current reply before sending", retryable=True)
             return
         try:
@@ -86,6 +139,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except services.InvalidMessage as exc:
             await self.error("bad_frame", exc.message)
             return
+        self.replying = True
         self.turn = asyncio.create_task(self._run(frame.get("text"), frame.get("client_msg_id")))
 
     async def history(self, frame: dict[str, Any]) -> None:
@@ -112,15 +166,59 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if event.get("origin") != self.channel_name:
             await self.send_json(event["frame"])
 
-    async def broadcast(self, frame: dict[str, Any]) -> None:
+    async def broadcast(self, frame: dict[str, Any], *, last: bool = False) -> None:
         """Send to this socket directly (so ack, deltas, done and errors keep
-        their order) and to the session's other tabs through the group."""
-        await self.send_json(frame)
+        their order) and to the session's other tabs through the group, where
+        deltas travel in batches (``RELAY_DELTAS_EVERY_S``), always before
+        the next frame of another type. ``last``: the turn's final frame; the
+        next message is accepted from the moment it is written to this
+        socket."""
+        async with self.relay:
+            if last:
+                self.replying = False
+            await self.send_json(frame)
+            if not self.other_tabs:
+                return
+            if frame["type"] == "delta":
+                self.pending.append(frame)
+                if self.relay_timer is None or self.relay_timer.done():
+                    self.relay_timer = asyncio.create_task(self._relay_soon())
+                return
+            await self._relay_pending()
+            await self._relay(frame)
+
+    async def _relay(self, frame: dict[str, Any]) -> None:
         await self.channel_layer.group_send(
             self.group, {"type": "chat.frame", "frame": frame, "origin": self.channel_name}
         )
 
+    async def _relay_pending(self) -> None:
+        """Relay the waiting deltas, one frame per reply. Call with ``relay`` held."""
+        pending, self.pending = self.pending, []
+        by_reply: dict[str, list[str]] = {}
+        for frame in pending:
+            by_reply.setdefault(frame["reply_id"], []).append(frame["text"])
+        for reply_id, pieces in by_reply.items():
+            await self._relay({"type": "delta", "reply_id": reply_id, "text": "".join(pieces)})
+
+    async def _relay_soon(self) -> None:
+        await asyncio.sleep(RELAY_DELTAS_EVERY_S)
+        async with self.relay:
+            await self._relay_pending()
+
+    async def final_error(self, code: str, message: str, **extra: Any) -> None:
+        """An error that ends the turn (this socket only, as before)."""
+        self.replying = False
+        await self.error(code, message, **extra)
+
     async def _run(self, text: str, client_msg_id: str | None) -> None:
+        # A tab alone in its session (the usual case) relays nothing: one
+        # look at the group per turn instead of a group message per frame.
+        # A tab that connects during the turn sees it in its history.
+        members = await group_size(self.channel_layer, self.group)
+        async with self.relay:
+            self.other_tabs = members is None or members > 1
+
         async def on_ack(message_id: str) -> None:
             await self.broadcast({"type": "ack", "client_msg_id": client_msg_id, "message_id": message_id})
 
@@ -128,28 +226,30 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.broadcast({"type": "delta", "reply_id": reply_id, "text": piece})
 
         try:
-            result = await services.run_turn(
-                self.tenant, self.session, text, client_msg_id, on_ack=on_ack, on_delta=on_delta
-            )
-        except services.RateLimited as exc:
-            await self.error("rate_limited", exc.message, retryable=True)
-            await self.close(code=4429)
-            return
-        except services.TurnFailed as exc:
-            await self.error(exc.code, exc.message, retryable=exc.retryable, message_id=exc.message_id)
-            return
-        except ContextOverflow as exc:
-            await self.error(exc.code, exc.message)
-            return
-        except services.InvalidMessage as exc:
-            await self.error("bad_frame", exc.message)
-            return
-        except Exception:
-            logger.exception("turn failed in session %s", self.session.pk)
-            await self.error("internal_error", "Something went wrong on our side; please retry.", retryable=True)
-            return
-        await self.broadcast(
-            {
+            try:
+                result = await services.run_turn(
+                    self.tenant, self.session, text, client_msg_id, on_ack=on_ack, on_delta=on_delta
+                )
+            except services.RateLimited as exc:
+                await self.final_error("rate_limited", exc.message, retryable=True)
+                await self.close(code=4429)
+                return
+            except services.TurnFailed as exc:
+                await self.final_error(exc.code, exc.message, retryable=exc.retryable, message_id=exc.message_id)
+                return
+            except ContextOverflow as exc:
+                await self.final_error(exc.code, exc.message)
+                return
+            except services.InvalidMessage as exc:
+                await self.final_error("bad_frame", exc.message)
+                return
+            except Exception:
+                logger.exception("turn failed in session %s", self.session.pk)
+                await self.final_error(
+                    "internal_error", "Something went wrong on our side; please retry.", retryable=True
+                )
+                return
+            done = {
                 "type": "done",
                 "reply_id": result.reply_id,
                 "text": result.reply,
@@ -157,4 +257,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 "needs_confirmation": result.needs_confirmation,
                 "usage": result.usage,
             }
-        )
+            await self.broadcast(done, last=True)
+        finally:
+            # Cancelled (the socket went away) or a frame failed to send; a
+            # turn already replaced by the next one leaves the flag to it.
+            if self.turn is asyncio.current_task():
+                self.replying = False

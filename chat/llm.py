@@ -16,14 +16,26 @@ falls back to its small default window and truncates the prompt silently.
 Each ``stream()`` opens its own ``ollama.AsyncClient`` (an httpx pool) and
 closes it at the end: a pool is bound to the event loop it was made in, and
 memdesk calls from Channels' loop and from ``async_to_sync`` loops alike. One
-TCP connect per reply is nothing next to generating it.
+TCP connect per reply is nothing next to generating it; building a new TLS
+context per client is not (~30 ms of CPU: httpx loads the whole CA bundle), so
+every client shares one, made on first use (:func:`_ssl_context`).
+
+httpcore asks ``sniffio`` which async library is running each time it makes
+a lock, a dozen times a reply; sniffio is not installed, and a failed import
+searches the whole of ``sys.path`` again each time (~0.1 ms). Recording its
+absence once in ``sys.modules`` makes the failure immediate, and httpcore
+then assumes asyncio, which is what memdesk runs on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.util
 import logging
 import re
+import ssl
+import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +45,9 @@ import httpx
 import ollama
 
 logger = logging.getLogger(__name__)
+
+if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
+    sys.modules["sniffio"] = None  # type: ignore[assignment]  # "not installed", answered at once
 
 #: How long a model's context size is trusted before ``/api/show`` is asked
 #: again (an operator may ``ollama create`` a new Modelfile under the same name).
@@ -51,6 +66,14 @@ _NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 # (host, model) -> (context size, monotonic expiry). Shared by every
 # OllamaChat in the process; a race only means two lookups, both correct.
 _context_cache: dict[tuple[str, str], tuple[int, float]] = {}
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The TLS context of every Ollama client in the process: httpx's default
+    (certifi's CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), built once.
+    An ``SSLContext`` is safe to share between clients, threads and loops."""
+    return httpx.create_ssl_context()
 
 
 class LLMError(Exception):
@@ -144,7 +167,7 @@ class OllamaChat:
         return f"OllamaChat(host={self.host!r}, model={self.model!r})"
 
     def _client(self) -> ollama.AsyncClient:
-        return ollama.AsyncClient(host=self.host, timeout=httpx.Timeout(self.timeout_s))
+        return ollama.AsyncClient(host=self.host, timeout=httpx.Timeout(self.timeout_s), verify=_ssl_context())
 
     def _translate(self, exc: BaseException) -> LLMError:
         """The LLMError for an exception raised by the ollama client or httpx."""

@@ -82,7 +82,11 @@ class Message(TenantOwned):
 
     class Meta(TenantOwned.Meta):
         ordering = ["seq"]
-        indexes = [models.Index(fields=["session", "seq"], name="message_by_session")]
+        indexes = [
+            models.Index(fields=["session", "seq"], name="message_by_session"),
+            # The per-tenant rate limit reads the tenant's user messages of the last minute.
+            models.Index(fields=["tenant", "created_at"], name="message_user_recent", condition=models.Q(role="user")),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["session", "client_msg_id"],

@@ -19,6 +19,7 @@ retried; a disconnect cancels generation and keeps what was produced.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -29,13 +30,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Max
 from django.utils import timezone
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
-from chat.access import require_session_id
-from chat.db import unit_of_work
+from chat.access import SessionNotFound, require_session_id
+from chat.db import execute, fetch_row, unit_of_work
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.models import ChatSession, ExecutionContext, Message, Tool
 from chat.tool_calls import rebuild_prompt, run_tool_call
@@ -125,6 +125,9 @@ class PreparedTurn:
     parts: prompt_mod.PromptParts | None = None
     tools: dict[str, Tool] = field(default_factory=dict)
     end_user_id: str = ""
+    #: The recalled memories as the prompt showed them (``recalled`` are their
+    #: ids); ``finish_turn`` checks the reply against these.
+    recalled_memories: list[MemoryUnit] | None = None
 
     def tool_definitions(self) -> list[dict[str, Any]] | None:
         return tools_mod.ollama_tools(list(self.tools.values())) or None
@@ -151,48 +154,109 @@ def _limits(tenant: Tenant) -> tuple[int, int]:
     )
 
 
+# The statements every turn runs, in SQL (chat.db explains why). Each names
+# its tenant, as the scoped managers do, and row-level security holds anyway.
+_LOCK_SESSION = "SELECT 1 FROM chat_chatsession WHERE tenant_id = %(tenant)s AND id = %(session)s FOR UPDATE"
+
+# What store_user_message checks, in one read. A rate limit is reached when
+# the n-th most recent user message of the last minute exists: the scans stop
+# at n (the tenant's on the message_user_recent index) instead of counting.
+_MESSAGE_CHECKS = """
+SELECT
+    (SELECT max(seq) FROM chat_message
+     WHERE tenant_id = %(tenant)s AND session_id = %(session)s) AS last_seq,
+    (SELECT id FROM chat_message
+     WHERE tenant_id = %(tenant)s AND session_id = %(session)s AND role = 'user' AND client_msg_id = %(client_msg_id)s
+     ORDER BY seq LIMIT 1) AS replayed,
+    (SELECT created_at FROM chat_message
+     WHERE tenant_id = %(tenant)s AND session_id = %(session)s AND role = 'user' AND created_at >= %(since)s
+     ORDER BY created_at DESC OFFSET %(session_skip)s LIMIT 1) AS session_full,
+    (SELECT created_at FROM chat_message
+     WHERE tenant_id = %(tenant)s AND role = 'user' AND created_at >= %(since)s
+     ORDER BY created_at DESC OFFSET %(tenant_skip)s LIMIT 1) AS tenant_full
+"""
+
+_TOUCH_SESSION = """
+UPDATE chat_chatsession SET last_activity_at = %(now)s WHERE tenant_id = %(tenant)s AND id = %(session)s
+"""
+
+# What finish_turn reads under the session's lock, and what it writes back.
+_REPLY_CHECKS = """
+SELECT empty_recall_streak, amnesia_alerted,
+       (SELECT max(seq) FROM chat_message WHERE tenant_id = %(tenant)s AND session_id = %(session)s) AS last_seq
+FROM chat_chatsession WHERE tenant_id = %(tenant)s AND id = %(session)s
+"""
+_FINISH_SESSION = """
+UPDATE chat_chatsession
+SET last_activity_at = %(now)s, context_reset_pending = false,
+    empty_recall_streak = %(streak)s, amnesia_alerted = %(alerted)s
+WHERE tenant_id = %(tenant)s AND id = %(session)s
+"""
+
+
+def _lock_session(tenant: Tenant, session: ChatSession) -> None:
+    """Take the session's row lock for this transaction: the turns of one
+    session store their messages one at a time, so ``seq`` never repeats."""
+    if fetch_row(_LOCK_SESSION, {"tenant": tenant.pk, "session": session.pk}) is None:
+        raise SessionNotFound("No such session.")  # deleted (with its tenant) since the turn began
+
+
 @require_session_id
 def store_user_message(
     tenant: Tenant, session: ChatSession, text: str, client_msg_id: str | None
 ) -> tuple[Message, Message | None]:
     """Store (or find) the user message; returns it and its stored reply if
     this ``client_msg_id`` was already answered. Rate limits are counted from
-    the stored messages, so they hold across every worker process."""
+    the stored messages, so they hold across every worker process; a replay
+    is not counted.
+
+    Four statements: the session's lock; one read of everything the checks
+    need (a replay's id, both rate limits, the last ``seq``); the insert; the
+    session's ``last_activity_at``. The read must be a statement of its own,
+    after the lock: a statement that waits for a row lock keeps the snapshot
+    it started with, so its subqueries would miss the message a concurrent
+    turn of this session has just committed (a duplicate ``seq``)."""
+    per_session, per_tenant = _limits(tenant)
+    ids = {"tenant": tenant.pk, "session": session.pk}
     with tenant_scope(tenant):
-        ChatSession.objects.for_tenant(tenant).select_for_update().filter(pk=session.pk).first()
         messages = Message.objects.for_tenant(tenant)
-        if client_msg_id:
-            existing = messages.filter(session=session, client_msg_id=client_msg_id, role=Message.Role.USER).first()
-            if existing is not None:
-                reply = (
-                    messages.filter(reply_to=existing, role=Message.Role.ASSISTANT, status=Message.Status.COMPLETE)
-                    .order_by("-seq")
-                    .first()
-                )
-                return existing, reply
-        per_session, per_tenant = _limits(tenant)
-        since = timezone.now() - timedelta(minutes=1)
-        recent_user = messages.filter(role=Message.Role.USER, created_at__gte=since)
-        if recent_user.filter(session=session).count() >= per_session:
+        _lock_session(tenant, session)
+        state = fetch_row(
+            _MESSAGE_CHECKS,
+            {
+                **ids, "client_msg_id": client_msg_id, "since": timezone.now() - timedelta(minutes=1),
+                "session_skip": max(per_session - 1, 0), "tenant_skip": max(per_tenant - 1, 0),
+            },
+        )  # fmt: skip
+        assert state is not None  # a SELECT without FROM always answers one row
+        if state["replayed"] is not None:
+            existing = messages.get(pk=state["replayed"])
+            reply = (
+                messages.filter(reply_to=existing, role=Message.Role.ASSISTANT, status=Message.Status.COMPLETE)
+                .order_by("-seq")
+                .first()
+            )
+            return existing, reply
+        if per_session <= 0 or state["session_full"] is not None:  # a limit of 0 refuses everything
             raise RateLimited(f"More than {per_session} messages a minute in this session; slow down.")
-        if recent_user.count() >= per_tenant:
+        if per_tenant <= 0 or state["tenant_full"] is not None:
             raise RateLimited(f"More than {per_tenant} messages a minute for this tenant; slow down.")
-        seq = (messages.filter(session=session).aggregate(m=Max("seq"))["m"] or 0) + 1
         now = timezone.now()
         message = messages.create(
-            tenant=tenant, session=session, role=Message.Role.USER, text=text, client_msg_id=client_msg_id, seq=seq,
-            created_at=now,
+            tenant=tenant, session=session, role=Message.Role.USER, text=text, client_msg_id=client_msg_id,
+            seq=(state["last_seq"] or 0) + 1, created_at=now,
         )  # fmt: skip
-        ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(last_activity_at=now)
+        execute(_TOUCH_SESSION, {**ids, "now": now})
         return message, None
 
 
 # --- step 2–4: memory and prompt -------------------------------------------------
 
 
-def _anchor_facts(memories: list[MemoryUnit]) -> list[str]:
-    by_key = {m.key: m for m in memories if m.key}
-    return [by_key[k].content for k in ANCHOR_KEYS if k in by_key]
+def _anchor_facts(memories: list[tuple[str, str]]) -> list[str]:
+    """The anchor's facts from ``(key, content)`` rows, in ``ANCHOR_KEYS`` order."""
+    by_key = {key: content for key, content in memories if key}
+    return [by_key[k] for k in ANCHOR_KEYS if k in by_key]
 
 
 def _memory_line(memory: MemoryUnit) -> str:
@@ -203,6 +267,7 @@ def _previous_reply_memories(tenant: Tenant, session: ChatSession, before_seq: i
     reply = (
         Message.objects.for_tenant(tenant)
         .filter(session=session, role=Message.Role.ASSISTANT, seq__lt=before_seq)
+        .exclude(status=Message.Status.FAILED)
         .order_by("-seq")
         .first()
     )
@@ -219,6 +284,71 @@ def execution_context(tenant: Tenant, session: ChatSession) -> ExecutionContext:
     return context
 
 
+@dataclass(frozen=True)
+class _TurnState:
+    """What ``prepare_turn`` reads before extraction, in one query."""
+
+    session: ChatSession  # re-read: the topic and the reset flag change between turns
+    end_user_id: str  # the tenant's own id for the end user
+    context: ExecutionContext | None  # None before the session's first turn
+    history: list[dict[str, Any]]  # role, text, used: the last SUMMARY_MESSAGES before the message, oldest first
+    has_tools: bool
+
+
+# The session row with its end user's id, its execution context, its recent
+# messages (not failed ones) and whether the tenant has tools.
+_TURN_STATE = """
+SELECT s.*, u.external_id AS end_user_external_id,
+       (SELECT jsonb_build_object('current_tool', c.current_tool, 'tool_args', c.tool_args,
+                                  'last_tool_result', c.last_tool_result, 'session_variables', c.session_variables)
+        FROM chat_executioncontext c WHERE c.tenant_id = s.tenant_id AND c.session_id = s.id) AS context_fields,
+       EXISTS (SELECT 1 FROM chat_tool t WHERE t.tenant_id = s.tenant_id) AS has_tools,
+       ARRAY(SELECT jsonb_build_object('role', m.role, 'text', m.text, 'used', m.data -> 'used')
+             FROM chat_message m
+             WHERE m.tenant_id = s.tenant_id AND m.session_id = s.id AND m.seq < %(before)s AND m.status <> 'failed'
+             ORDER BY m.seq DESC LIMIT %(limit)s) AS recent
+FROM chat_chatsession s JOIN tenants_enduser u ON u.tenant_id = s.tenant_id AND u.id = s.end_user_id
+WHERE s.tenant_id = %(tenant)s AND s.id = %(session)s
+"""
+
+
+def _json(value: Any) -> Any:
+    """A jsonb value read outside a model field (Django's driver setup leaves it as text)."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _turn_state(tenant: Tenant, session: ChatSession, before_seq: int) -> _TurnState:
+    """Everything ``prepare_turn`` needs before extraction, in one round trip
+    instead of five (``raw()`` still converts the session's own fields)."""
+    params = {"tenant": tenant.pk, "session": session.pk, "before": before_seq, "limit": SUMMARY_MESSAGES}
+    rows = list(ChatSession.all_objects.raw(_TURN_STATE, params))  # not cross-tenant: the SQL names the tenant
+    if not rows:
+        raise SessionNotFound("No such session.")
+    fresh = rows[0]
+    fresh.tenant = tenant
+    fields = _json(fresh.context_fields)
+    context = None if fields is None else ExecutionContext(session=fresh, tenant=tenant, **fields)
+    history = [_json(row) for row in reversed(fresh.recent)]
+    return _TurnState(fresh, fresh.end_user_external_id, context, history, bool(fresh.has_tools))
+
+
+def _previously_used(tenant: Tenant, state: _TurnState, before_seq: int) -> list[str]:
+    """The memories the agent's previous reply used (their ids), for the
+    user's reaction to it. That reply is nearly always among the recent
+    messages; only a long run of tool messages or unanswered messages since
+    needs a query of its own."""
+    for row in reversed(state.history):
+        if row["role"] == Message.Role.ASSISTANT:
+            return _used_ids(row["used"])
+    if len(state.history) < SUMMARY_MESSAGES:
+        return []  # the whole session is in the history: no reply yet
+    return _previous_reply_memories(tenant, state.session, before_seq)[1]
+
+
+def _used_ids(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
 @require_session_id
 def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context_size: int) -> PreparedTurn:
     """Steps 2–4: extraction and feedback, recall, and the prompt."""
@@ -228,8 +358,9 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
     from memory.redaction import redact
 
     with tenant_scope(tenant):
-        session = ChatSession.objects.for_tenant(tenant).select_related("end_user", "tenant").get(pk=session.pk)
-        previous_reply, previously_used = _previous_reply_memories(tenant, session, message.seq)
+        state = _turn_state(tenant, session, message.seq)
+        session = state.session
+        previously_used = _previously_used(tenant, state, message.seq)
         extraction = extract_and_store(tenant, session, message)
         _feedback_from_user(tenant, extraction, previously_used)
 
@@ -239,16 +370,15 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             .filter(memory_services.scope_q(session), memory_services.valid_q(timezone.now()))
             .filter(key__in=ANCHOR_KEYS)
             .order_by("-relevance_score", "-created_at")
+            .values_list("key", "content")  # rows, not models: no 384-float embedding to parse per row
         )
-        history = list(
-            Message.objects.for_tenant(tenant)
-            .filter(session=session, seq__lt=message.seq)
-            .exclude(status=Message.Status.FAILED)
-            .order_by("-seq")[:SUMMARY_MESSAGES]
-        )[::-1]
         # Secrets a user typed never travel on into later prompts (S6's red line).
-        turns = [(m.role, redact(m.text)) for m in history if m.role in (Message.Role.USER, Message.Role.ASSISTANT)]
-        context = execution_context(tenant, session)
+        turns = [
+            (m["role"], redact(m["text"]))
+            for m in state.history
+            if m["role"] in (Message.Role.USER, Message.Role.ASSISTANT)
+        ]
+        context = state.context or execution_context(tenant, session)  # created on the session's first turn
         parts = prompt_mod.PromptParts(
             role_text=tenant.agent_role,
             anchor_facts=_anchor_facts(profile),
@@ -261,7 +391,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             needs_confirmation=result.needs_confirmation,
             language=tenant.language,
         )
-        tools = {t.name: t for t in Tool.objects.for_tenant(tenant).order_by("name")}
+        tools = {t.name: t for t in Tool.objects.for_tenant(tenant).order_by("name")} if state.has_tools else {}
         built = prompt_mod.build_prompt(
             parts, context_size=context_size, reply_reserve=REPLY_RESERVE,
             tools=tools_mod.ollama_tools(list(tools.values())) or None,
@@ -275,7 +405,8 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             context_size=context_size,
             parts=parts,
             tools=tools,
-            end_user_id=session.end_user.external_id,
+            end_user_id=state.end_user_id,
+            recalled_memories=[h.memory for h in result.hits],
         )
 
 
@@ -286,8 +417,8 @@ def _feedback_from_user(tenant: Tenant, extraction: Any, previously_used: list[s
     """The user's reaction to what the agent said last turn (S13):
     a confirmation confirms the memories it used (never lowers a score); a
     correction of one of them counts as ``misled`` (−0.3)."""
-    if not previously_used:
-        return
+    if not previously_used or not (extraction.changed_keys or extraction.confirmation):
+        return  # neither a correction nor a confirmation: nothing to record
     used = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=previously_used))
     changed = set(extraction.changed_keys)
     for memory in used:
@@ -328,14 +459,18 @@ def finish_turn(
     from memory.extraction import extract_and_store
 
     with tenant_scope(tenant):
-        ChatSession.objects.for_tenant(tenant).select_for_update().filter(pk=session.pk).first()
+        ids = {"tenant": tenant.pk, "session": session.pk}
         messages = Message.objects.for_tenant(tenant)
-        seq = (messages.filter(session=session).aggregate(m=Max("seq"))["m"] or 0) + 1
-        recalled = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=prepared.recalled))
+        _lock_session(tenant, session)
+        current = fetch_row(_REPLY_CHECKS, ids)  # after the lock, in a statement of its own (see store_user_message)
+        assert current is not None  # the row is locked
+        recalled = prepared.recalled_memories
+        if recalled is None:  # a PreparedTurn made by hand
+            recalled = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=prepared.recalled))
         used = _used_memories(text, recalled)
         reply = messages.create(
             id=uuid.UUID(reply_id), tenant=tenant, session=session, role=Message.Role.ASSISTANT, text=text,
-            reply_to=message, status=status, seq=seq,
+            reply_to=message, status=status, seq=(current["last_seq"] or 0) + 1,
             data={
                 "recalled": prepared.recalled, "used": [str(m.pk) for m in used],
                 "needs_confirmation": prepared.needs_confirmation, "usage": usage,
@@ -343,10 +478,18 @@ def finish_turn(
             },
         )  # fmt: skip
         for memory in used:
-            memory_services.do_feedback(tenant, memory, "used", note=f"value appears in reply {reply.pk}")
-        updates: dict[str, Any] = {"last_activity_at": timezone.now(), "context_reset_pending": False}
-        updates.update(_amnesia_check(tenant, session, reply, prepared.recall_empty))
-        ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(**updates)
+            try:
+                memory_services.do_feedback(tenant, memory, "used", note=f"value appears in reply {reply.pk}")
+            except memory_services.MemoryNotFound:
+                continue  # deleted since it was recalled (its feedback rolled back to its savepoint)
+        amnesia = _amnesia_check(tenant, session, reply, prepared.recall_empty, current)
+        execute(
+            _FINISH_SESSION,
+            {
+                **ids, "now": timezone.now(), "streak": amnesia["empty_recall_streak"],
+                "alerted": amnesia.get("amnesia_alerted", current["amnesia_alerted"]),
+            },
+        )  # fmt: skip
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply)
     from memory.health import check_after_turn
@@ -355,14 +498,17 @@ def finish_turn(
     return reply
 
 
-def _amnesia_check(tenant: Tenant, session: ChatSession, reply: Message, recall_empty: bool) -> dict[str, Any]:
+def _amnesia_check(
+    tenant: Tenant, session: ChatSession, reply: Message, recall_empty: bool, current: dict[str, Any]
+) -> dict[str, Any]:
     """Seed S8: the third consecutive turn where neither recall stage found
     anything, with a reply that admits forgetting, fires one alert (and only
-    one per streak). Returns the session fields to update."""
+    one per streak). ``current`` holds the session's ``empty_recall_streak``
+    and ``amnesia_alerted``, read under its lock. Returns the session fields
+    to update."""
     from memory.health import amnesia_phrase
     from memory.models import AmnesiaAlert
 
-    current = ChatSession.objects.for_tenant(tenant).values("empty_recall_streak", "amnesia_alerted").get(pk=session.pk)
     if not recall_empty:
         return {"empty_recall_streak": 0, "amnesia_alerted": False}
     streak = current["empty_recall_streak"] + 1

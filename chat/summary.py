@@ -7,10 +7,15 @@ sentences that fit in about 120 characters, in conversation order, behind :data:
 
 Security red line: every turn is redacted before anything else, and the result once more, so the summary never
 carries an API key, a token or a password. Pure and deterministic.
+
+Cost: a turn's window is mostly last turn's window, so the per-sentence work (cleaning, the filler test, jieba's
+words, the keyword test — POS tagging, the expensive part) is memoised on the redacted sentence, in bounded LRU
+caches of pure functions; the stop words are normalised once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -42,6 +47,26 @@ _ROLE_LABELS = {
 _SKIPPED_ROLES = frozenset({"system", "tool"})  # tool results travel in the execution context (S1), not here
 
 
+#: Distinct sentences remembered per cache: a few hundred live conversations' windows.
+_CACHE_SIZE = 4096
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _words(sentence: str) -> tuple[str, ...]:
+    if _CJK_RE.search(sentence):
+        return tuple(word for word in (w.strip() for w in cut(sentence)) if re.search(r"\w", word))
+    return tuple(_EN_WORD_RE.findall(sentence))
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _has_keyword(sentence: str) -> bool:
+    return bool(entities(sentence))
+
+
+_clean = functools.lru_cache(maxsize=_CACHE_SIZE)(clean)
+_is_filler = functools.lru_cache(maxsize=_CACHE_SIZE)(is_filler)
+
+
 class SentenceTokenizer:
     """The tokenizer object sumy expects (``to_sentences``, ``to_words``), with no nltk data behind it."""
 
@@ -49,9 +74,7 @@ class SentenceTokenizer:
         return tuple(s.strip() for s in _SENTENCE_RE.findall(text) if s.strip())
 
     def to_words(self, sentence: str) -> tuple[str, ...]:
-        if _CJK_RE.search(sentence):
-            return tuple(word for word in (w.strip() for w in cut(sentence)) if re.search(r"\w", word))
-        return tuple(_EN_WORD_RE.findall(sentence))
+        return _words(sentence)
 
 
 class _WeightedLexRank(LexRankSummarizer):
@@ -70,6 +93,15 @@ class _WeightedLexRank(LexRankSummarizer):
         if not all(math.isfinite(x) for x in scores) or not any(scores):
             return [1.0] * len(scores)
         return scores
+
+
+@functools.cache
+def _summarizer() -> _WeightedLexRank:
+    """One LexRank for the process: rating reads its settings and never changes them, so threads may share it.
+    Normalising sumy's Chinese and English stop-word lists (thousands of words) is done here, once."""
+    summarizer = _WeightedLexRank()
+    summarizer.stop_words = get_stop_words("chinese") | get_stop_words("english")
+    return summarizer
 
 
 @dataclass
@@ -145,9 +177,9 @@ def summarize(
     for turn, (role, text) in enumerate(window):
         for sentence in tokenizer.to_sentences(text):
             # A sentence that held a secret only tells the model that a secret exists: it never enters the summary.
-            if is_filler(sentence) or PLACEHOLDER_RE.search(sentence):
+            if _is_filler(sentence) or PLACEHOLDER_RE.search(sentence):
                 continue
-            cleaned = clean(sentence)
+            cleaned = _clean(sentence)
             by_text.pop(cleaned, None)  # a repeated sentence moves to its latest position
             by_text[cleaned] = _Candidate(position, turn, role, cleaned)
             position += 1
@@ -155,11 +187,9 @@ def summarize(
     if not candidates:
         return SUMMARY_PREFIX
 
-    summarizer = _WeightedLexRank()
-    summarizer.stop_words = get_stop_words("chinese") | get_stop_words("english")
     document = ObjectDocumentModel([Paragraph([Sentence(c.text, tokenizer) for c in candidates])])
-    for candidate, rating in zip(candidates, summarizer.rate(document), strict=True):
-        candidate.rating = rating * (KEYWORD_WEIGHT if entities(candidate.text) else 1.0)
+    for candidate, rating in zip(candidates, _summarizer().rate(document), strict=True):
+        candidate.rating = rating * (KEYWORD_WEIGHT if _has_keyword(candidate.text) else 1.0)
 
     chosen: list[_Candidate] = []
     for candidate in sorted(candidates, key=lambda c: (-c.rating, c.position)):

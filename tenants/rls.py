@@ -9,6 +9,13 @@ Without either setting a raw ``SELECT`` sees nothing.
 ``tenant_db_scope`` opens a transaction and sets both with ``set_config(...,
 true)`` (that is ``SET LOCAL``): they end with the transaction, so a pooled
 connection never carries one request's tenant into the next.
+
+Scopes nest (a service calls another service, each opening its own scope), so
+each connection remembers the scopes open on it: a scope that asks for what is
+already in force sends nothing, and one that changes it restores the outer
+values from memory instead of reading them back. This is sound because this
+module is the only code that sets ``app.*`` (a test checks it) and every
+setting is transaction-local: what the stack says is what PostgreSQL has.
 """
 
 from __future__ import annotations
@@ -47,29 +54,56 @@ def _ids(tenants: Iterable[Any]) -> str:
     return ",".join(str(getattr(t, "pk", t)) for t in tenants if t is not None)
 
 
+#: The values of a connection outside any scope (``app.*`` unset): the
+#: policy reads them exactly as an empty id list without the bypass.
+_UNSET = ("", False)
+
+
+def _open_scopes(connection: Any) -> list[tuple[str, bool]]:
+    """The ``(ids, bypass)`` of the scopes open on ``connection``, innermost
+    last. Django's connection objects are per thread, and so is this list."""
+    scopes = getattr(connection, "memdesk_rls_scopes", None)
+    if scopes is None:
+        scopes = connection.memdesk_rls_scopes = []
+    return scopes
+
+
+def _apply(connection: Any, scope: tuple[str, bool]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('app.tenant_ids', %s, true), set_config('app.rls_bypass', %s, true)",
+            [scope[0], "on" if scope[1] else "off"],
+        )
+
+
 @contextmanager
 def tenant_db_scope(tenants: Iterable[Any] = (), *, bypass: bool = False, using: str = "default") -> Iterator[None]:
     """Run the block in a transaction that RLS lets see exactly ``tenants``
     (or everything, with ``bypass=True``). Nested scopes restore the outer
-    values on exit."""
-    ids = _ids(tenants)
+    values on exit. Costs one round trip to set the values (none when an
+    outer scope already set the same ones) plus the transaction's own
+    (``BEGIN``/``COMMIT``, or a savepoint when nested)."""
+    wanted = (_ids(tenants), bypass)
     connection = connections[using]
+    scopes = _open_scopes(connection)
+    outermost = not connection.in_atomic_block
     with transaction.atomic(using=using):
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('app.tenant_ids', true), current_setting('app.rls_bypass', true)")
-            previous = cursor.fetchone()
-            cursor.execute(
-                "SELECT set_config('app.tenant_ids', %s, true), set_config('app.rls_bypass', %s, true)",
-                [ids, "on" if bypass else "off"],
-            )
-        yield
+        # A transaction we begin starts with nothing set; inside someone
+        # else's transaction (a test's, an outer atomic) only our own scopes
+        # can have set anything.
+        outer = scopes[-1] if scopes and not outermost else _UNSET
+        if outer != wanted:
+            _apply(connection, wanted)
+        scopes.append(wanted)
+        try:
+            yield
+        finally:
+            scopes.pop()
         # Only on a normal exit: after an exception the atomic block rolls back
-        # (to its savepoint), and PostgreSQL undoes the SET LOCAL itself.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT set_config('app.tenant_ids', %s, true), set_config('app.rls_bypass', %s, true)",
-                [previous[0] or "", previous[1] or "off"],
-            )
+        # (to its savepoint), and PostgreSQL undoes the SET LOCAL itself. A
+        # transaction this scope began ends right here, and its settings with it.
+        if outer != wanted and not outermost:
+            _apply(connection, outer)
 
 
 def tenant_scope(tenant: Any, *, using: str = "default") -> Any:

@@ -301,3 +301,12 @@ def test_get_llm_reads_settings(fake_ollama: FakeOllama, settings: object) -> No
 
     # then
     assert (chat.host, chat.model, chat.timeout_s) == (fake_ollama.host, "qwen2.5:7b", 5.0)
+
+
+def test_httpcore_learns_the_async_library_without_searching_sys_path():
+    # httpcore imports sniffio for every lock it makes; missing, it must fail at once (chat.llm records that)
+    import sys
+
+    import chat.llm  # noqa: F401
+
+    assert "sniffio" in sys.modules

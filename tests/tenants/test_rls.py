@@ -74,3 +74,61 @@ def test_orm_refuses_unscoped_queries(two_tenants_with_sessions):
         EndUser.objects.filter(external_id="alice").count()
     with pytest.raises(UnscopedQueryError):
         EndUser.objects.create(external_id="nobody")
+
+
+def _set_config_calls(queries) -> int:
+    return sum("set_config" in q["sql"] for q in queries)
+
+
+def test_a_nested_scope_of_another_tenant_restores_the_outer_one(two_tenants_with_sessions):
+    acme, globex = two_tenants_with_sessions
+    with tenant_scope(acme.tenant):
+        with tenant_scope(globex.tenant):
+            assert _raw_count("chat_chatsession") == 1
+        assert _raw_count("chat_chatsession") == 2
+        with operator_scope():
+            assert _raw_count("chat_chatsession") == 3
+        assert _raw_count("chat_chatsession") == 2
+    assert _raw_count("chat_chatsession") == 0
+
+
+def test_a_failed_nested_scope_leaves_the_outer_one_in_force(two_tenants_with_sessions):
+    acme, globex = two_tenants_with_sessions
+    with tenant_scope(acme.tenant):
+        with pytest.raises(RuntimeError), tenant_scope(globex.tenant):
+            raise RuntimeError("boom")
+        assert _raw_count("chat_chatsession") == 2
+        # the same scope nested: sent nothing, and a failure in it changes nothing either
+        with pytest.raises(RuntimeError), tenant_scope(acme.tenant):
+            raise RuntimeError("boom")
+        assert _raw_count("chat_chatsession") == 2
+
+
+def test_a_nested_scope_that_changes_nothing_sends_nothing(two_tenants_with_sessions):
+    from django.test.utils import CaptureQueriesContext
+
+    acme, globex = two_tenants_with_sessions
+    with CaptureQueriesContext(connection) as queries, tenant_scope(acme.tenant):
+        with tenant_scope(acme.tenant), tenant_scope(acme.tenant):
+            assert _raw_count("chat_chatsession") == 2
+    # one set_config for the scope, one to restore it inside the test's own transaction
+    assert _set_config_calls(queries) == 2
+    with CaptureQueriesContext(connection) as queries, tenant_scope(acme.tenant):
+        with tenant_scope(globex.tenant):
+            pass
+    assert _set_config_calls(queries) == 4  # set acme, set globex, back to acme, restore
+    assert not any("current_setting" in q["sql"] for q in queries)  # known from the stack, never read back
+
+
+def test_only_tenants_rls_sets_the_rls_settings():
+    # tenant_db_scope trusts its own record of what is set: nothing else may set app.*
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    offenders = [
+        str(path.relative_to(root))
+        for folder in ("chat", "memory", "tenants", "config", "bench")
+        for path in (root / folder).rglob("*.py")
+        if "set_config(" in path.read_text(encoding="utf-8") and path.name != "rls.py"
+    ]
+    assert offenders == []

@@ -1,0 +1,81 @@
+"""The user's reaction to the agent's previous reply (S13): a bare
+confirmation confirms the memories that reply used, wherever that reply lies
+in the session (the turn reads it from its recent messages, or on its own
+when many messages have come since)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from chat import services
+from chat.access import resolve_session
+from chat.models import Message
+from memory.models import MemoryEvent, MemoryUnit
+from tenants.rls import tenant_scope
+from tests.conftest import open_session
+
+pytestmark = pytest.mark.django_db
+
+CONTEXT = 32768
+
+
+def _turn(ctx, session, text, reply):
+    message, _ = services.store_user_message(ctx.tenant, session, text, None)
+    prepared = services.prepare_turn(ctx.tenant, session, message, CONTEXT)
+    services.finish_turn(ctx.tenant, session, message, str(uuid.uuid4()), reply, prepared, {})
+    return prepared
+
+
+def _confirmations(ctx):
+    """Keys of the memories the user's confirmations confirmed."""
+    with tenant_scope(ctx.tenant):
+        ids = (
+            MemoryEvent.objects.for_tenant(ctx.tenant)
+            .filter(kind=MemoryEvent.Kind.CONFIRM, note="the user confirmed it")
+            .values_list("memory_id", flat=True)
+        )
+        return list(MemoryUnit.objects.for_tenant(ctx.tenant).filter(pk__in=list(ids)).values_list("key", flat=True))
+
+
+@pytest.fixture
+def session(acme):
+    return resolve_session(acme.tenant, open_session(acme, "alice")["session_id"])
+
+
+@pytest.fixture
+def phone_used(acme, session):
+    """A first turn whose reply repeats (uses) the phone number the user gave."""
+    _turn(acme, session, "我的手机号是 13912345678", "好的，已记录您的手机号 13912345678。")
+    with tenant_scope(acme.tenant):
+        reply = Message.objects.for_tenant(acme.tenant).get(session=session, role=Message.Role.ASSISTANT)
+        phone = MemoryUnit.objects.for_tenant(acme.tenant).get(key="phone", superseded_at__isnull=True)
+    assert str(phone.pk) in reply.data["used"]
+    return phone
+
+
+def test_a_confirmation_confirms_what_the_previous_reply_used(acme, session, phone_used):
+    # when
+    _turn(acme, session, "对的", "好的。")
+    # then
+    assert _confirmations(acme) == ["phone"]
+
+
+def test_the_previous_reply_is_found_beyond_the_recent_messages(acme, session, phone_used):
+    # given: more messages since that reply than a turn reads for its history
+    with tenant_scope(acme.tenant):
+        last = Message.objects.for_tenant(acme.tenant).filter(session=session).order_by("-seq").first()
+        Message.objects.bulk_create(
+            Message(tenant=acme.tenant, session=session, role=Message.Role.TOOL, text="{}", seq=last.seq + i + 1)
+            for i in range(services.SUMMARY_MESSAGES + 5)
+        )
+    # when
+    _turn(acme, session, "对的", "好的。")
+    # then
+    assert _confirmations(acme) == ["phone"]
+
+
+def test_a_message_that_neither_confirms_nor_corrects_gives_no_feedback(acme, session, phone_used):
+    _turn(acme, session, "运费怎么算", "运费十元。")
+    assert _confirmations(acme) == []
