@@ -1134,6 +1134,9 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     rng = random.Random(99)
     g = Gen(rng)
     tenant = do_create_tenant(f"bench-{tag}-ingest", language="zh").tenant
+    if ZH_MODEL:  # a Chinese tenant, on the Chinese tenants' model when --zh-model gives one
+        tenant.settings = {**(tenant.settings or {}), "embedding_model": ZH_MODEL}
+        tenant.save(update_fields=["settings"])
     with tenant_scope(tenant):
         sessions = [do_open_session(tenant, f"ingest-{i}", {}).session for i in range(5)]
 
