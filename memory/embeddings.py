@@ -45,6 +45,13 @@ MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-
 ONNX_BATCH = 16
 
 
+def _finish(out: np.ndarray, *, single: bool, normalize: bool) -> np.ndarray:
+    """The end of every encoder's ``encode``: unit length if asked, one row for one text."""
+    if normalize and len(out):
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out[0] if single else out
+
+
 def _minilm_path() -> str:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -195,9 +202,7 @@ class OnnxMiniLM:
             hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
             weights = mask[..., None].astype(np.float32)
             out[chunk] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        if normalize_embeddings and len(out):
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out[0] if single else out
+        return _finish(out, single=single, normalize=normalize_embeddings)
 
 
 def embedding_backend() -> str:
@@ -269,9 +274,7 @@ class E5Encoder:
             for i in range(0, len(texts), step)
         ]
         out = np.concatenate(parts) if parts else np.zeros((0, self._model.dim), dtype=np.float32)
-        if normalize_embeddings and len(out):
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out[0] if single else out
+        return _finish(out, single=single, normalize=normalize_embeddings)
 
 
 def _load_e5() -> Any:
@@ -316,9 +319,7 @@ class USEEncoder:
         ]
         out = np.concatenate(parts) if parts else np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
         out = np.ascontiguousarray(out)
-        if normalize_embeddings and len(out):
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out[0] if single else out
+        return _finish(out, single=single, normalize=normalize_embeddings)
 
 
 def _load_use() -> Any:
