@@ -361,7 +361,8 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         state = _turn_state(tenant, session, message.seq)
         session = state.session
         previously_used = _previously_used(tenant, state, message.seq)
-        extraction = extract_and_store(tenant, session, message)
+        before = state.history[-1]["text"] if state.history else ""
+        extraction = extract_and_store(tenant, session, message, previous_text=before)
         _feedback_from_user(tenant, extraction, previously_used)
 
         result = recall(tenant, session, message.text, k=RECALL_K)
@@ -491,7 +492,7 @@ def finish_turn(
             },
         )  # fmt: skip
         if status == Message.Status.COMPLETE and text:
-            extract_and_store(tenant, session, reply)
+            extract_and_store(tenant, session, reply, previous_text=message.text)
     from memory.health import check_after_turn
 
     check_after_turn(tenant)

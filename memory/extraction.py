@@ -56,9 +56,13 @@ def _previous_text(tenant: Tenant, session: ChatSession, message: Message) -> st
 
 
 @require_session_id
-def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) -> ExtractionResult:
+def extract_and_store(
+    tenant: Tenant, session: ChatSession, message: Message, *, previous_text: str | None = None
+) -> ExtractionResult:
     """Extract facts from ``message`` and upsert them as memories of this
-    session's end user (or of the session, for session-scoped types)."""
+    session's end user (or of the session, for session-scoped types).
+    ``previous_text`` is the message before it, when the caller already has
+    it (the chat runtime does); otherwise it is read when facts need it."""
     result = ExtractionResult()
     text = message.text or ""
     role = message.role
@@ -91,9 +95,11 @@ def extract_and_store(tenant: Tenant, session: ChatSession, message: Message) ->
         )
     # One batch: one embedding call and one transaction for the message's facts, indexed with the
     # conversation they came from (the message before this one, usually the agent's question, and this one).
+    if items and previous_text is None:
+        previous_text = _previous_text(tenant, session, message)
     written = services.write_memories(
         tenant, session, items, source_message=message, source_role=role, actor=actor,
-        context=f"{_previous_text(tenant, session, message)}\n{text}" if items else "",
+        context=f"{previous_text}\n{text}" if items else "",
     )  # fmt: skip
     for fact, outcome in zip(kept, written, strict=True):
         result.written.append(outcome)

@@ -79,3 +79,13 @@ def test_the_previous_reply_is_found_beyond_the_recent_messages(acme, session, p
 def test_a_message_that_neither_confirms_nor_corrects_gives_no_feedback(acme, session, phone_used):
     _turn(acme, session, "运费怎么算", "运费十元。")
     assert _confirmations(acme) == []
+
+
+def test_a_turn_indexes_the_agents_question_with_the_users_answer(acme, session):
+    # given the agent asked for an e-mail address and the user answered with the address alone
+    _turn(acme, session, "你好", "请问您的联系邮箱是什么？")
+    _turn(acme, session, "zhang.wei@example.com", "好的，已记录。")
+    # then the e-mail memory carries the question (the runtime passes the previous message) as context
+    with tenant_scope(acme.tenant):
+        email = MemoryUnit.objects.for_tenant(acme.tenant).get(key="email", superseded_at__isnull=True)
+    assert "邮箱" in email.search_context.split()
