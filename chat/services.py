@@ -420,13 +420,13 @@ def _feedback_from_user(tenant: Tenant, extraction: Any, previously_used: list[s
     correction of one of them counts as ``misled`` (−0.3)."""
     if not previously_used or not (extraction.changed_keys or extraction.confirmation):
         return  # neither a correction nor a confirmation: nothing to record
-    used = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=previously_used))
+    used = MemoryUnit.objects.for_tenant(tenant).filter(pk__in=previously_used).values_list("pk", "key")
     changed = set(extraction.changed_keys)
-    for memory in used:
-        if memory.key and memory.key in changed:
-            memory_services.do_feedback(tenant, memory, "misled", note="the user corrected it")
-        elif extraction.confirmation:
-            memory_services.do_feedback(tenant, memory, "confirmed", note="the user confirmed it")
+    misled = [pk for pk, key in used if key and key in changed]
+    memory_services.apply_feedback(tenant, misled, "misled", note="the user corrected it")
+    if extraction.confirmation:
+        confirmed = [pk for pk, key in used if not (key and key in changed)]
+        memory_services.apply_feedback(tenant, confirmed, "confirmed", note="the user confirmed it")
 
 
 def _used_memories(reply: str, memories: list[MemoryUnit]) -> list[MemoryUnit]:
@@ -478,11 +478,8 @@ def finish_turn(
                 "recall_empty": prepared.recall_empty, "trimmed": prepared.prompt.trimmed,
             },
         )  # fmt: skip
-        for memory in used:
-            try:
-                memory_services.do_feedback(tenant, memory, "used", note=f"value appears in reply {reply.pk}")
-            except memory_services.MemoryNotFound:
-                continue  # deleted since it was recalled (its feedback rolled back to its savepoint)
+        # One statement for all of them; a memory deleted since it was recalled is skipped.
+        memory_services.apply_feedback(tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}")
         amnesia = _amnesia_check(tenant, session, reply, prepared.recall_empty, current)
         execute(
             _FINISH_SESSION,

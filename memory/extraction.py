@@ -105,8 +105,9 @@ def extract_and_store(
         result.written.append(outcome)
         if outcome.outcome == "replaced":
             result.changed_keys.append(fact.key)
-        if fact.key == "current_topic":
+        if fact.key == "current_topic" and session.topic != fact.value[:200]:  # most turns stay on the topic
             ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(topic=fact.value[:200])
+            session.topic = fact.value[:200]
     return result
 
 

@@ -40,7 +40,7 @@ from chat.access import require_session_id
 from chat.models import ChatSession
 from memory import embeddings, metrics
 from memory.models import SESSION_TYPES, MemoryType, MemoryUnit
-from memory.services import mark_recalled, scope_q, valid_q
+from memory.services import HEAVY_FIELDS, mark_recalled, scope_q, valid_q
 from memory.text import TS_CONFIG, query_terms
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -48,7 +48,6 @@ from tenants.rls import tenant_scope
 CONFIRM_BELOW = 0.7
 #: Columns recall's callers never read from a hit (they load lazily if one does): parsing a 384-float vector
 #: per hit is a measurable share of a recall.
-_HEAVY = ("embedding", "search_vector", "search_text", "search_context")
 MAX_K = 50
 
 #: Chosen on LoCoMo (bench/locomo_recall.py, grid on half the conversations,
@@ -100,7 +99,7 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
         return []
     types = {k for k in keys if k in MemoryType.values}
     plain_keys = [k for k in keys if k not in MemoryType.values]
-    base = MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session)).filter(valid_q(as_of)).defer(*_HEAVY)
+    base = MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session)).filter(valid_q(as_of)).defer(*HEAVY_FIELDS)
     found: list[MemoryUnit] = []
     if plain_keys:
         found += list(base.filter(key__in=plain_keys).select_related("end_user").order_by("-created_at"))
@@ -286,7 +285,7 @@ def _candidate_stage(
         m.pk: m
         for m in MemoryUnit.objects.for_tenant(tenant)
         .select_related("end_user")
-        .defer(*_HEAVY)
+        .defer(*HEAVY_FIELDS)
         .filter(pk__in=[r[1] for r in top])
     }
     hits = [

@@ -17,7 +17,6 @@ from typing import Any
 from django.contrib.postgres.search import SearchVector
 from django.db import IntegrityError, connection
 from django.db.models import F, Q, QuerySet, Value
-from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -43,6 +42,8 @@ Kind = MemoryEvent.Kind
 FEEDBACK_DELTAS = {"used": 0.1, "ignored": -0.3, "misled": -0.3, "confirmed": 0.0}
 FEEDBACK_KINDS = {"used": Kind.USE, "ignored": Kind.IGNORE, "misled": Kind.MISLEAD, "confirmed": Kind.CONFIRM}
 _COUNTERS = {"used": "use_count", "ignored": "ignore_count", "misled": "mislead_count", "confirmed": "confirm_count"}
+#: Columns recall and writes never read back: the embedding (384 floats to parse per row) and the search index.
+HEAVY_FIELDS = ("embedding", "search_vector", "search_text", "search_context")
 
 
 class MemoryNotFound(NotFound):
@@ -490,6 +491,7 @@ def _lock_live(tenant: Tenant, session: ChatSession, slots: list[tuple[str, str,
         MemoryUnit.objects.for_tenant(tenant)
         .select_for_update()
         .filter(match, end_user_id=session.end_user_id, superseded_at__isnull=True)
+        .defer(*HEAVY_FIELDS)  # a refresh or a replacement never reads them: no 384 floats to parse
     )
     return {(m.type, m.key, m.session_id): m for m in rows}
 
@@ -583,32 +585,57 @@ def do_delete_memory(tenant: Tenant, memory: MemoryUnit, *, actor: Actor = TENAN
         MemoryUnit.objects.for_tenant(tenant).filter(pk=memory.pk).delete()
 
 
-def do_feedback(tenant: Tenant, memory: MemoryUnit, event: str, *, actor: Actor = SYSTEM, note: str = "") -> MemoryUnit:
-    """Apply a relevance event (S5/S13): used +0.1 (max 2.0), ignored/misled
-    −0.3 (min 0.1), confirmed never lowers the score. Atomic under
-    concurrency: the arithmetic runs in the UPDATE."""
+#: One relevance event for several memories in one statement: the rows are locked and their scores read
+#: (``old``), updated with the arithmetic in SQL (so concurrent events add up), and each gets its audit
+#: event with the score before and after. ``{counter}`` is one of ``_COUNTERS``' column names.
+_FEEDBACK_SQL = """
+WITH updated AS (
+    UPDATE memory_memoryunit m
+    SET relevance_score = LEAST(%(max)s, GREATEST(%(min)s, m.relevance_score + %(delta)s)),
+        {counter} = m.{counter} + 1
+    FROM (SELECT id, relevance_score FROM memory_memoryunit
+          WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s) FOR UPDATE) old
+    WHERE m.tenant_id = %(tenant)s AND m.id = old.id
+    RETURNING m.id, m.end_user_id, old.relevance_score AS before, m.relevance_score AS after
+)
+INSERT INTO memory_memoryevent (tenant_id, end_user_id, memory_id, kind, actor, actor_user_id, before, after,
+                                note, created_at)
+SELECT %(tenant)s, end_user_id, id, %(kind)s, %(actor)s, %(actor_user)s,
+       jsonb_build_object('relevance_score', round(before::numeric, 4)),
+       jsonb_build_object('relevance_score', round(after::numeric, 4)), %(note)s, %(now)s
+FROM updated
+RETURNING memory_id, (after->>'relevance_score')::float8
+"""
+
+
+def apply_feedback(
+    tenant: Tenant, memory_ids: Sequence[Any], event: str, *, actor: Actor = SYSTEM, note: str = ""
+) -> dict[uuid.UUID, float]:
+    """Apply one relevance event (S5/S13) to several memories of ``tenant`` at once: used +0.1 (max 2.0),
+    ignored/misled −0.3 (min 0.1), confirmed never lowers the score; one audit event each. Returns the new
+    score of each memory found (ids that are gone, or another tenant's, are skipped). One statement,
+    atomic under concurrency: the arithmetic runs in the UPDATE, on rows it locks first."""
     if event not in FEEDBACK_DELTAS:
         raise ApiError("event must be one of used, ignored, misled, confirmed", code="unknown_event")
-    delta = FEEDBACK_DELTAS[event]
+    ids = list(dict.fromkeys(uuid.UUID(str(i)) for i in memory_ids))
+    if not ids:
+        return {}
+    params = {
+        "tenant": tenant.pk, "ids": ids, "delta": FEEDBACK_DELTAS[event], "min": MIN_SCORE, "max": MAX_SCORE,
+        "kind": FEEDBACK_KINDS[event], "actor": actor.kind, "now": timezone.now(), "note": note[:200],
+        "actor_user": actor.user.pk if actor.user is not None and actor.user.is_authenticated else None,
+    }  # fmt: skip
+    with tenant_scope(tenant), connection.cursor() as cursor:
+        cursor.execute(_FEEDBACK_SQL.format(counter=_COUNTERS[event]), params)
+        return dict(cursor.fetchall())
+
+
+def do_feedback(tenant: Tenant, memory: MemoryUnit, event: str, *, actor: Actor = SYSTEM, note: str = "") -> MemoryUnit:
+    """Apply a relevance event to one memory (see ``apply_feedback``); returns it as it is now."""
     with tenant_scope(tenant):
-        qs = MemoryUnit.objects.for_tenant(tenant).filter(pk=memory.pk)
-        before = qs.values_list("relevance_score", flat=True).first()
-        if before is None:
+        if not apply_feedback(tenant, [memory.pk], event, actor=actor, note=note):
             raise MemoryNotFound("No such memory.")
-        qs.update(
-            relevance_score=Least(Value(MAX_SCORE), Greatest(Value(MIN_SCORE), F("relevance_score") + Value(delta))),
-            **{_COUNTERS[event]: F(_COUNTERS[event]) + 1},
-        )
-        fresh = qs.select_related("end_user").get()
-        _event(
-            fresh,
-            FEEDBACK_KINDS[event],
-            actor,
-            before={"relevance_score": round(before, 4)},
-            after={"relevance_score": round(fresh.relevance_score, 4)},
-            note=note,
-        )
-    return fresh
+        return MemoryUnit.objects.for_tenant(tenant).select_related("end_user").get(pk=memory.pk)
 
 
 def mark_recalled(tenant: Tenant, memory_ids: list[Any]) -> None:
