@@ -25,8 +25,8 @@ Two ways to load the server, both reported:
 
 memdesk runs as a real server (uvicorn, ``--workers`` processes, each with a
 ``--db-pool`` psycopg connection pool; with more than one worker the channel
-layer is Redis at ``--redis-url``; WebSocket compression on, as browsers ask
-for it, unless ``--no-ws-deflate``) on its own benchmark database; clients are
+layer is Redis at ``--redis-url``; WebSocket compression off, as the image
+runs it, unless ``--ws-deflate``) on its own benchmark database; clients are
 asyncio WebSocket clients in this process; the fake Ollama is a real HTTP
 server in this process. Server CPU per turn is the CPU time of the uvicorn
 processes and of the PostgreSQL backends connected to the benchmark database
@@ -74,7 +74,7 @@ def _free_port() -> int:
 
 
 def start_server(
-    ollama_host: str, *, workers: int = 1, db_pool: int = 0, redis_url: str | None = None, ws_deflate: bool = True
+    ollama_host: str, *, workers: int = 1, db_pool: int = 0, redis_url: str | None = None, ws_deflate: bool = False
 ) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {
@@ -96,8 +96,7 @@ def start_server(
                "--port", str(port), "--log-level", "warning", "--no-access-log"]  # fmt: skip
     if workers > 1:
         command += ["--workers", str(workers)]
-    if not ws_deflate:
-        command += ["--ws-per-message-deflate", "false"]
+    command += ["--ws-per-message-deflate", "true" if ws_deflate else "false"]
     # A session of its own, so stop_server can end the workers with it.
     proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -420,8 +419,9 @@ def main() -> None:
         "--redis-url", default=None, help=f"channel layer; default {DEFAULT_REDIS_URL} when --workers > 1"
     )
     parser.add_argument(
-        "--no-ws-deflate", action="store_true", help="run uvicorn without WebSocket compression (browsers offer it)"
-    )
+        "--ws-deflate", action="store_true",
+        help="WebSocket compression on (the image turns it off: WS_PER_MESSAGE_DEFLATE)",
+    )  # fmt: skip
     parser.add_argument("--no-seed-comparison", action="store_true")
     args = parser.parse_args()
     redis_url = args.redis_url or (DEFAULT_REDIS_URL if args.workers > 1 else None)
@@ -433,7 +433,7 @@ def main() -> None:
     counts = [int(x) for x in args.sessions.split(",")]
     config = {
         "workers": args.workers, "db_pool": args.db_pool, "channel_layer": "redis" if redis_url else "in-memory",
-        "ws_deflate": not args.no_ws_deflate,
+        "ws_deflate": args.ws_deflate,
         "think_s": args.think_s, "think_dist": args.think_dist, "seed": args.seed, "turns": args.turns,
         "duration_s": args.duration_s,
         "command": " ".join(sys.argv),
@@ -448,7 +448,7 @@ def main() -> None:
             workers=args.workers,
             db_pool=args.db_pool,
             redis_url=redis_url,
-            ws_deflate=not args.no_ws_deflate,
+            ws_deflate=args.ws_deflate,
         )
         try:
             # Warm up every worker: model loads, jieba dictionaries, pooled connections.

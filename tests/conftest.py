@@ -12,6 +12,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Tests that import the ASGI application must not start its warm-up thread: it would call the embedding
+# models while a test counts their calls (tests/ops/test_warmup.py checks the warm-up in a process of its own).
+os.environ.setdefault("MEMDESK_WARMUP", "0")
 
 
 @dataclass

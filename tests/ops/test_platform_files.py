@@ -525,3 +525,10 @@ def test_the_stdlib_platform_module_still_imports_in_a_fresh_interpreter():
         check=True,
     )
     assert not Path(result.stdout.strip()).resolve().is_relative_to(PLATFORM.resolve())
+
+
+def test_web_and_image_turn_websocket_compression_off_by_default():
+    # chat frames are tiny; compressing them cost CPU on every turn (bench/RESULTS.md § Chat load)
+    command = _compose()["services"]["web"]["command"]
+    assert _default_of(command[command.index("--ws-per-message-deflate") + 1]) == "false"
+    assert "--ws-per-message-deflate ${WS_PER_MESSAGE_DEFLATE:-false}" in DOCKERFILE.read_text(encoding="utf-8")

@@ -1,0 +1,65 @@
+"""Load at start what the first chat turn of a worker would otherwise load.
+
+A fresh worker loads, on its first turn, the embedding models (the ONNX
+graph and multilingual USE: about a second), jieba's dictionary, the Qwen
+BPE and the summariser's word lists: that customer would wait more than a
+second for the reply. ``start()`` does it on a background thread as the
+server imports the ASGI application, so the worker answers health checks
+and requests meanwhile (a turn that arrives first simply loads what it
+needs itself; every loader is thread-safe and loads once).
+
+``MEMDESK_WARMUP=0`` turns it off (tests, one-off management commands never
+import the ASGI application anyway). Nothing here touches the database or
+the network.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from datetime import UTC, datetime
+
+logger = logging.getLogger(__name__)
+
+_started = threading.Event()
+
+#: Text that exercises every lazy loader of a turn: Chinese and English, a name, an order number, a phone.
+_SAMPLE = {
+    "zh": "你好，我叫张伟，订单号 ABC123，手机 13912345678，帮我查一下物流。",
+    "en": "Hi, I'm Anna; order ABC123.",
+}
+
+
+def warm_up() -> float:
+    """Load the models and dictionaries a chat turn uses; returns the seconds it took."""
+    from chat.summary import summarize
+    from chat.tokens import count_tokens
+    from memory import embeddings
+    from memory.rules import extract_facts
+
+    started = time.perf_counter()
+    for model in dict.fromkeys([embeddings.DEFAULT_MODEL, *embeddings.LANGUAGE_DEFAULTS.values()]):
+        embeddings.embed_one(_SAMPLE["zh"], model=model, kind="query")
+    now = datetime.now(UTC)
+    for language, text in _SAMPLE.items():
+        extract_facts(text, role="user", language=language, now=now)
+        summarize([("user", text), ("assistant", text)], language=language)
+        count_tokens(text)
+    return time.perf_counter() - started
+
+
+def _run() -> None:
+    try:
+        logger.info("warm-up done in %.1f s", warm_up())
+    except Exception:  # a model that cannot load fails its first turn loudly; the server still starts
+        logger.exception("warm-up failed")
+
+
+def start() -> None:
+    """Warm up on a daemon thread, once per process, unless ``MEMDESK_WARMUP=0``."""
+    if os.environ.get("MEMDESK_WARMUP", "1") == "0" or _started.is_set():
+        return
+    _started.set()
+    threading.Thread(target=_run, name="memdesk-warmup", daemon=True).start()

@@ -1,0 +1,47 @@
+"""A server worker loads its models on a background thread as it starts, so the first customer of a fresh
+worker does not wait for them (config/warmup.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+_PROBE = """
+import threading, time
+started = time.perf_counter()
+import config.asgi
+imported = time.perf_counter() - started
+from memory import embeddings
+warm = [t for t in threading.enumerate() if t.name == "memdesk-warmup"]
+for t in warm:
+    t.join(120)
+print(len(warm), sorted(embeddings._models), round(imported, 1))
+"""
+
+
+def _probe(**env: str) -> list[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "MEMDESK_WARMUP"}
+    environ.update(DJANGO_SETTINGS_MODULE="config.settings", **env)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], cwd=REPO, env=environ, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1].split(" ", 1)
+
+
+def test_importing_the_asgi_application_loads_the_embedding_models_in_the_background():
+    threads, rest = _probe()
+    assert threads == "1"
+    # the default model and the Chinese default are both loaded before any turn asked for them
+    assert "'all-MiniLM-L6-v2'" in rest
+    assert "'multilingual-use-384'" in rest
+
+
+def test_warm_up_can_be_turned_off():
+    threads, rest = _probe(MEMDESK_WARMUP="0")
+    assert threads == "0"
+    assert rest.startswith("[]")
