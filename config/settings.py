@@ -139,6 +139,14 @@ if DB_POOL_MAX_SIZE:
         "max_size": DB_POOL_MAX_SIZE,
         "timeout": envfloat("DB_POOL_TIMEOUT_S", 30.0, minimum=0.1),
     }
+# Prepared statements: a chat turn runs the same ~25 statements every time, and PostgreSQL spent more CPU
+# planning them than running them (recall's candidate query: 1.4 ms to plan, 0.5 ms to run). With
+# server-side parameters psycopg prepares a statement on its fifth run on a connection and PostgreSQL
+# reuses the plan (bench/RESULTS.md § Chat load). Off with DB_PREPARED_STATEMENTS=0, e.g. behind a
+# PgBouncer in transaction mode older than 1.21 (or without its max_prepared_statements).
+DB_PREPARED_STATEMENTS = envbool("DB_PREPARED_STATEMENTS", True)
+if DB_PREPARED_STATEMENTS:
+    _db.setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
 # Each test run gets its own database so parallel runs on one server never collide.
 _db["TEST"] = {"NAME": f"test_memdesk_{os.getpid()}"}
 DATABASES = {"default": _db}

@@ -80,13 +80,26 @@ def _apply(connection: Any, scope: tuple[str, bool]) -> None:
 def tenant_db_scope(tenants: Iterable[Any] = (), *, bypass: bool = False, using: str = "default") -> Iterator[None]:
     """Run the block in a transaction that RLS lets see exactly ``tenants``
     (or everything, with ``bypass=True``). Nested scopes restore the outer
-    values on exit. Costs one round trip to set the values (none when an
-    outer scope already set the same ones) plus the transaction's own
-    (``BEGIN``/``COMMIT``, or a savepoint when nested)."""
+    values on exit. Costs one round trip to set the values plus the
+    transaction's own (``BEGIN``/``COMMIT``, or a savepoint when nested).
+
+    A scope nested directly in one with the same values (a service calling
+    another for the same tenant: a chat turn's extraction, recall and
+    feedback) costs nothing: it sends no statement and opens no savepoint,
+    so its work is simply part of the enclosing transaction, and an error in
+    it ends that transaction like any other. (Callers that must survive a
+    database error and continue open their own ``transaction.atomic()``.)"""
     wanted = (_ids(tenants), bypass)
     connection = connections[using]
     scopes = _open_scopes(connection)
     outermost = not connection.in_atomic_block
+    if scopes and not outermost and scopes[-1] == wanted:
+        scopes.append(wanted)
+        try:
+            yield
+        finally:
+            scopes.pop()
+        return
     with transaction.atomic(using=using):
         # A transaction we begin starts with nothing set; inside someone
         # else's transaction (a test's, an outer atomic) only our own scopes

@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 _PROBE = """
-import threading, time
+import gc, threading, time
 started = time.perf_counter()
 import config.asgi
 imported = time.perf_counter() - started
@@ -19,7 +19,7 @@ from memory import embeddings
 warm = [t for t in threading.enumerate() if t.name == "memdesk-warmup"]
 for t in warm:
     t.join(120)
-print(len(warm), sorted(embeddings._models), round(imported, 1))
+print(len(warm), gc.get_freeze_count() > 100_000, sorted(embeddings._models), round(imported, 1))
 """
 
 
@@ -36,6 +36,8 @@ def _probe(**env: str) -> list[str]:
 def test_importing_the_asgi_application_loads_the_embedding_models_in_the_background():
     threads, rest = _probe()
     assert threads == "1"
+    # and what it loaded is frozen out of the garbage collector's full collections
+    assert rest.startswith("True ")
     # the default model and the Chinese default are both loaded before any turn asked for them
     assert "'all-MiniLM-L6-v2'" in rest
     assert "'multilingual-use-384'" in rest
@@ -44,4 +46,4 @@ def test_importing_the_asgi_application_loads_the_embedding_models_in_the_backgr
 def test_warm_up_can_be_turned_off():
     threads, rest = _probe(MEMDESK_WARMUP="0")
     assert threads == "0"
-    assert rest.startswith("[]")
+    assert rest.startswith("False []")

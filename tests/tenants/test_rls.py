@@ -113,6 +113,8 @@ def test_a_nested_scope_that_changes_nothing_sends_nothing(two_tenants_with_sess
             assert _raw_count("chat_chatsession") == 2
     # one set_config for the scope, one to restore it inside the test's own transaction
     assert _set_config_calls(queries) == 2
+    # and no savepoint either: the nested scopes are part of the outer one's transaction
+    assert sum(q["sql"].startswith("SAVEPOINT") for q in queries) == 1  # the outer scope's, in the test's transaction
     with CaptureQueriesContext(connection) as queries, tenant_scope(acme.tenant):
         with tenant_scope(globex.tenant):
             pass
