@@ -46,7 +46,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -162,31 +162,32 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def server_cpu_s(server_pid: int) -> float:
-    """CPU seconds so far of the uvicorn process tree and of the PostgreSQL
+def server_cpu_s(server_pid: int) -> tuple[float, float]:
+    """CPU seconds so far of the uvicorn process tree, and of the PostgreSQL
     backends serving the benchmark database (other databases on the shared
     embedded server are left out)."""
-    total = 0.0
+    python = 0.0
     todo = [server_pid]
     while todo:
         pid = todo.pop()
         stat = _proc_stat(pid)
         if stat is not None:
-            total += stat[1]
+            python += stat[1]
             todo += _children(pid)
     from django.conf import settings
 
+    postgres = 0.0
     try:
         postmaster = int((Path(settings.EMBEDDED_PG_DIR) / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
-        return total
+        return python, postgres
     for pid in _children(postmaster):
         try:
             if f" {DB} " in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "):
-                total += (_proc_stat(pid) or (0, 0.0))[1]
+                postgres += (_proc_stat(pid) or (0, 0.0))[1]
         except OSError:
             continue
-    return total
+    return python, postgres
 
 
 # --- clients ----------------------------------------------------------------------------------------------
@@ -221,11 +222,16 @@ class Clock:
 @dataclass
 class Stats:
     turn_ms: list[float]
+    first_turn_ms: list[float]  # each session's first message: it states an order number, a new memory
+    later_turn_ms: list[float]
+    alone_turn_ms: list[float]  # turns with no other turn in flight from send to done: overhead without contention
     ack_ms: list[float]
     ack_to_first_delta_ms: list[float]
     errors: list[dict[str, Any]]
     first_sent: float = float("inf")
     last_done: float = 0.0
+    running: set[int] = field(default_factory=set)  # turns in flight
+    overlapped: set[int] = field(default_factory=set)  # turns that had another in flight at some moment
 
 
 async def one_session(
@@ -274,6 +280,10 @@ async def one_session(
                 text = f"我的订单号是 {marker}，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
                 sent = time.perf_counter()
                 stats.first_sent = min(stats.first_sent, sent)
+                turn_id = n * 1_000_000 + turn
+                stats.running.add(turn_id)
+                if len(stats.running) > 1:
+                    stats.overlapped.update(stats.running)
                 await ws.send(json.dumps({"type": "message", "text": text, "client_msg_id": f"{n}-{turn}"}))
                 ack_at = first_delta = None
                 while True:
@@ -285,6 +295,9 @@ async def one_session(
                         first_delta = now
                     elif frame["type"] == "done":
                         stats.turn_ms.append((now - sent) * 1000)
+                        (stats.first_turn_ms if turn == 0 else stats.later_turn_ms).append((now - sent) * 1000)
+                        if turn_id not in stats.overlapped:
+                            stats.alone_turn_ms.append((now - sent) * 1000)
                         stats.ack_ms.append((ack_at - sent) * 1000)
                         stats.ack_to_first_delta_ms.append((first_delta - ack_at) * 1000)
                         stats.last_done = max(stats.last_done, now)
@@ -292,6 +305,7 @@ async def one_session(
                     elif frame["type"] == "error":
                         stats.errors.append(frame)
                         break
+                stats.running.discard(turn_id)
     except Exception as exc:  # noqa: BLE001 - a load test counts every failure
         stats.errors.append({"code": type(exc).__name__, "message": str(exc)[:200]})
     await arrive()
@@ -315,7 +329,7 @@ async def load(
     the first message to the last reply (CPU includes opening the sessions).
     Paced: sessions open and connect first, then send for ``duration_s``;
     CPU is counted from that moment."""
-    stats = Stats([], [], [], [])
+    stats = Stats([], [], [], [], [], [], [])
     opening = asyncio.Semaphore(OPENING_AT_ONCE)
     ready = asyncio.Barrier(sessions + 1) if pacing else None
     clock = Clock(asyncio.Event()) if pacing else None
@@ -326,14 +340,17 @@ async def load(
     if ready is not None:
         await ready.wait()  # every session connected
     load_before = os.getloadavg()[0]
-    cpu_before = server_cpu_s(server_pid) if server_pid else 0.0
+    cpu_before = server_cpu_s(server_pid) if server_pid else (0.0, 0.0)
     started = time.perf_counter()
     if clock is not None:
         clock.until = started + duration_s
         clock.go.set()
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
-    cpu = server_cpu_s(server_pid) - cpu_before if server_pid else None
+    cpu_after = server_cpu_s(server_pid) if server_pid else None
+    python_cpu = cpu_after[0] - cpu_before[0] if cpu_after else None
+    postgres_cpu = cpu_after[1] - cpu_before[1] if cpu_after else None
+    cpu = python_cpu + postgres_cpu if cpu_after else None
     done = len(stats.turn_ms)
     window = duration_s if pacing else (stats.last_done - stats.first_sent if done else elapsed)
     return {
@@ -348,11 +365,20 @@ async def load(
         "turns_per_s": round(done / window, 2) if window > 0 else None,
         "elapsed_s": round(elapsed, 1),
         "server_cpu_ms_per_turn": round(cpu * 1000 / done, 1) if cpu is not None and done else None,
+        "server_python_cpu_ms_per_turn": round(python_cpu * 1000 / done, 1)
+        if python_cpu is not None and done
+        else None,
+        "server_postgres_cpu_ms_per_turn": (
+            round(postgres_cpu * 1000 / done, 1) if postgres_cpu is not None and done else None
+        ),
         "loadavg_before": round(load_before, 2),
         "loadavg_after": round(os.getloadavg()[0], 2),
         "errors": len(stats.errors),
         "error_samples": stats.errors[:3],
         "turn_ms": summarise(stats.turn_ms),
+        "first_turn_ms": summarise(stats.first_turn_ms),
+        "later_turn_ms": summarise(stats.later_turn_ms),
+        "alone_turn_ms": summarise(stats.alone_turn_ms),
         "ack_ms": summarise(stats.ack_ms),
         "ack_to_first_delta_ms": summarise(stats.ack_to_first_delta_ms),
     }
@@ -465,7 +491,11 @@ def main() -> None:
                     run["cross_session_leaks"] = leaks(fake)
                     run["workers"] = args.workers
                     results["runs"].append(run)
-                    log(f"  turn p95 {run['turn_ms'].get('p95')} ms, {run['turns_per_s']} turns/s, "
+                    log(f"  turn p95 {run['turn_ms'].get('p95')} ms (first turns p50/p95 "
+                        f"{run['first_turn_ms'].get('p50')}/{run['first_turn_ms'].get('p95')}, later "
+                        f"{run['later_turn_ms'].get('p50')}/{run['later_turn_ms'].get('p95')}, alone "
+                        f"{run['alone_turn_ms'].get('n')} turns {run['alone_turn_ms'].get('p50')}/"
+                        f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, "
                         f"{run['errors']} errors, load {run['loadavg_after']}")  # fmt: skip
             if not args.no_seed_comparison:
                 fake.requests.clear()
@@ -475,10 +505,13 @@ def main() -> None:
 
     print(table(
         ["mode", "sessions", "workers", "offered turns/s", "achieved turns/s", "turns", "turn p50 ms", "turn p95 ms",
-         "turn p99 ms", "ack p95 ms", "ack→first delta p95 ms", "server CPU ms/turn", "errors", "leaks", "load avg"],
+         "turn p99 ms", "ack p95 ms", "ack→first delta p95 ms", "server CPU ms/turn (Python + PostgreSQL)", "errors",
+         "leaks", "load avg"],
         [[r["mode"], r["sessions"], r["workers"], _fmt(r["offered_turns_per_s"]), r["turns_per_s"], r["turns"],
           r["turn_ms"].get("p50"), r["turn_ms"].get("p95"), r["turn_ms"].get("p99"), r["ack_ms"].get("p95"),
-          r["ack_to_first_delta_ms"].get("p95"), _fmt(r["server_cpu_ms_per_turn"]), r["errors"],
+          r["ack_to_first_delta_ms"].get("p95"),
+          f"{_fmt(r['server_cpu_ms_per_turn'])} ({_fmt(r.get('server_python_cpu_ms_per_turn'))} + "
+          f"{_fmt(r.get('server_postgres_cpu_ms_per_turn'))})", r["errors"],
           r["cross_session_leaks"], f"{r['loadavg_before']}→{r['loadavg_after']}"] for r in results["runs"]],
     ))  # fmt: skip
     if "seed_comparison" in results:

@@ -40,7 +40,7 @@ from chat.access import require_session_id
 from chat.models import ChatSession
 from memory import embeddings, metrics
 from memory.models import SESSION_TYPES, MemoryType, MemoryUnit
-from memory.services import HEAVY_FIELDS, mark_recalled, scope_q, valid_q
+from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
 from memory.text import TS_CONFIG, query_terms
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -99,14 +99,15 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
         return []
     types = {k for k in keys if k in MemoryType.values}
     plain_keys = [k for k in keys if k not in MemoryType.values]
-    base = MemoryUnit.objects.for_tenant(tenant).filter(scope_q(session)).filter(valid_q(as_of)).defer(*HEAVY_FIELDS)
+    params = scope_params(tenant, session, as_of)
     found: list[MemoryUnit] = []
     if plain_keys:
-        found += list(base.filter(key__in=plain_keys).select_related("end_user").order_by("-created_at"))
+        where = f"{SCOPE_SQL} AND m.key = ANY(%(keys)s)"
+        found += fetch_memories(tenant, where, {**params, "keys": plain_keys}, order="m.created_at DESC, m.id")
     for mtype in sorted(types):
-        latest = base.filter(type=mtype).select_related("end_user").order_by("-updated_at", "-created_at").first()
-        if latest is not None:
-            found.append(latest)
+        where = f"{SCOPE_SQL} AND m.type = %(type)s"
+        order = "m.updated_at DESC, m.created_at DESC, m.id"
+        found += fetch_memories(tenant, where, {**params, "type": mtype}, order=order, limit=1)
     seen: set[Any] = set()
     hits = []
     for memory in found:
@@ -281,13 +282,7 @@ def _candidate_stage(
         scored.append((fused, memory_id, confidence))
     scored.sort(key=lambda row: (-row[0], str(row[1])))
     top = scored[: max(k * 3, k)]
-    memories = {
-        m.pk: m
-        for m in MemoryUnit.objects.for_tenant(tenant)
-        .select_related("end_user")
-        .defer(*HEAVY_FIELDS)
-        .filter(pk__in=[r[1] for r in top])
-    }
+    memories = {m.pk: m for m in fetch_memories(tenant, "m.id = ANY(%(ids)s)", {"ids": [r[1] for r in top]})}
     hits = [
         RecallHit(
             memory=memories[mid],

@@ -7,6 +7,7 @@ functions; each mutation writes its ``MemoryEvent`` in the same transaction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ from memory.models import (
 from memory.redaction import redact
 from memory.schema import MemoryUnitIn
 from memory.text import TS_CONFIG, document_text
-from tenants.models import Tenant
+from tenants.models import EndUser, Tenant
 from tenants.rls import tenant_scope
 
 Kind = MemoryEvent.Kind
@@ -109,6 +110,58 @@ def scope_q(session: ChatSession) -> Q:
 
 def valid_q(as_of: datetime) -> Q:
     return Q(created_at__lte=as_of, expires_at__gt=as_of)
+
+
+#: Memories visible to a session (``scope_q``) and valid at ``as_of`` (``valid_q``), in SQL, for the hot
+#: reads of a chat turn that skip the ORM's query compiler (``fetch_memories``).
+SCOPE_SQL = """m.tenant_id = %(tenant)s
+    AND ((m.type = ANY(%(session_types)s) AND m.session_id = %(session)s)
+         OR (m.type <> ALL(%(session_types)s) AND m.end_user_id = %(end_user)s))
+    AND m.created_at <= %(as_of)s AND m.expires_at > %(as_of)s"""
+
+
+def scope_params(tenant: Tenant, session: ChatSession, as_of: datetime) -> dict[str, Any]:
+    """The parameters of ``SCOPE_SQL``."""
+    return {
+        "tenant": tenant.pk, "session": session.pk, "end_user": session.end_user_id,
+        "session_types": list(SESSION_TYPES), "as_of": as_of,
+    }  # fmt: skip
+
+
+# ``where`` and ``order`` are this code's own SQL; every value is a parameter.
+_FETCH_SQL = """SELECT {columns}, u.external_id AS end_user_external_id
+FROM memory_memoryunit m JOIN tenants_enduser u ON u.tenant_id = m.tenant_id AND u.id = m.end_user_id
+WHERE m.tenant_id = %(tenant)s AND ({where}) ORDER BY {order}"""
+
+
+@functools.cache
+def _light_columns() -> str:
+    return ", ".join(f"m.{f.column}" for f in MemoryUnit._meta.concrete_fields if f.name not in HEAVY_FIELDS)
+
+
+def fetch_memories(
+    tenant: Tenant,
+    where: str,
+    params: dict[str, Any],
+    *,
+    order: str = "m.id",
+    limit: int | None = None,
+    lock: bool = False,
+) -> list[MemoryUnit]:
+    """Memories of ``tenant`` matching the SQL condition ``where`` (on ``m``), ordered by ``order``, loaded
+    without ``HEAVY_FIELDS`` and with their end user (its id and ``external_id``) attached: what
+    ``select_related("end_user").defer(*HEAVY_FIELDS)`` gives, for a fraction of the CPU (a chat turn makes
+    these reads every time, and the ORM spent more time compiling them than PostgreSQL did answering).
+    ``lock`` locks the memories (not their end user) ``FOR UPDATE``. Call inside the tenant's scope."""
+    sql = _FETCH_SQL.format(columns=_light_columns(), where=where, order=order)
+    sql += (f" LIMIT {int(limit)}" if limit is not None else "") + (" FOR UPDATE OF m" if lock else "")
+    rows = list(MemoryUnit.all_objects.raw(sql, {**params, "tenant": tenant.pk}))  # the SQL names the tenant
+    for memory in rows:
+        memory.end_user = EndUser.from_db(
+            "default", ["id", "tenant_id", "external_id"], [memory.end_user_id, memory.tenant_id,
+                                                             memory.end_user_external_id],
+        )  # fmt: skip
+    return rows
 
 
 @require_session_id
@@ -510,15 +563,18 @@ def _lock_live(tenant: Tenant, session: ChatSession, slots: list[tuple[str, str,
     with connection.cursor() as cursor:
         # A volatile function in the select list runs after the ORDER BY, so the locks are taken in key order.
         cursor.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k ORDER BY k", [keys])
-    match = Q()
-    for mtype, key, session_id in set(slots):
-        match |= Q(type=mtype, key=key, session_id=session_id)
-    rows = (
-        MemoryUnit.objects.for_tenant(tenant)
-        .select_for_update()
-        .filter(match, end_user_id=session.end_user_id, superseded_at__isnull=True)
-        .defer(*HEAVY_FIELDS)  # a refresh or a replacement never reads them: no 384 floats to parse
-    )
+    wanted = sorted(set(slots), key=str)
+    rows = fetch_memories(
+        tenant,
+        "m.end_user_id = %(end_user)s AND m.superseded_at IS NULL AND EXISTS ("
+        " SELECT 1 FROM unnest(%(types)s::text[], %(keys)s::text[], %(sessions)s::uuid[]) AS w(type, key, session_id)"
+        " WHERE m.type = w.type AND m.key = w.key AND m.session_id IS NOT DISTINCT FROM w.session_id)",
+        {
+            "end_user": session.end_user_id, "types": [t for t, _, _ in wanted], "keys": [k for _, k, _ in wanted],
+            "sessions": [sid for _, _, sid in wanted],
+        },
+        lock=True,  # a refresh or a replacement never reads the embedding: none is loaded
+    )  # fmt: skip
     return {(m.type, m.key, m.session_id): m for m in rows}
 
 

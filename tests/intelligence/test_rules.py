@@ -257,6 +257,13 @@ def test_pos_fallback_place_and_organization() -> None:
     assert [f.value for f in found["organization"]] == ["北京星辰科技有限公司"]
 
 
+def test_places_the_agent_names_are_not_facts_about_the_user() -> None:
+    text = "包裹已到达上海，明天送达"
+
+    assert values(text, "place", role="user") == ["上海"]
+    assert values(text, "place", role="assistant") == []
+
+
 @pytest.mark.parametrize(
     ("text", "key", "value"),
     [
