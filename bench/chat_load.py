@@ -24,7 +24,7 @@ Two ways to load the server, both reported:
   and turn times are mostly queueing; turns/s is the capacity.
 
 memdesk runs as a real server (uvicorn, ``--workers`` processes, each with a
-``--db-pool`` psycopg connection pool; with more than one worker the channel
+psycopg connection pool (``--db-pool``, default the product's); with more than one worker the channel
 layer is Redis at ``--redis-url``; WebSocket compression off, as the image
 runs it, unless ``--ws-deflate``) on its own benchmark database; clients are
 asyncio WebSocket clients in this process; the fake Ollama is a real HTTP
@@ -74,7 +74,12 @@ def _free_port() -> int:
 
 
 def start_server(
-    ollama_host: str, *, workers: int = 1, db_pool: int = 0, redis_url: str | None = None, ws_deflate: bool = False
+    ollama_host: str,
+    *,
+    workers: int = 1,
+    db_pool: int | None = None,
+    redis_url: str | None = None,
+    ws_deflate: bool = False,
 ) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {
@@ -84,8 +89,11 @@ def start_server(
         "OLLAMA_TIMEOUT_S": "30",
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DB_POOL_MAX_SIZE": str(db_pool),
     }
+    if db_pool is not None:
+        env["DB_POOL_MAX_SIZE"] = str(db_pool)
+    else:
+        env.pop("DB_POOL_MAX_SIZE", None)  # the product's default
     if redis_url:
         env["REDIS_URL"] = redis_url
     elif workers > 1:
@@ -440,7 +448,9 @@ def main() -> None:
     parser.add_argument("--think-dist", choices=["exp", "uniform"], default="exp")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
-    parser.add_argument("--db-pool", type=int, default=20, help="DB_POOL_MAX_SIZE per worker (0: no pool)")
+    parser.add_argument(
+        "--db-pool", type=int, default=None, help="DB_POOL_MAX_SIZE per worker (0: no pool; default: the product's)"
+    )
     parser.add_argument(
         "--redis-url", default=None, help=f"channel layer; default {DEFAULT_REDIS_URL} when --workers > 1"
     )

@@ -19,6 +19,7 @@ answer it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,7 +28,18 @@ from django.db import connection
 
 
 def unit_of_work(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return database_sync_to_async(fn, thread_sensitive=False)
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            # Hand the connection back now (to the pool, or end it when there is none): the thread may be
+            # an event loop's executor thread that ends with its loop (``async_to_sync`` makes one per
+            # call), and a pooled connection it still held would be lost to the pool for good.
+            if connection.pool is not None or not connection.settings_dict.get("CONN_MAX_AGE"):
+                connection.close()
+
+    return database_sync_to_async(run, thread_sensitive=False)
 
 
 def fetch_row(sql: str, params: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from chat import prompt as prompt_mod
@@ -180,6 +181,33 @@ _TOUCH_SESSION = """
 UPDATE chat_chatsession SET last_activity_at = %(now)s WHERE tenant_id = %(tenant)s AND id = %(session)s
 """
 
+# A message's INSERT and its session's UPDATE (``_TOUCH_SESSION`` or ``_FINISH_SESSION``) in one statement: a
+# data-modifying WITH runs exactly once whether or not it is referenced.
+_INSERT_MESSAGE = """
+WITH session_update AS ({session_update})
+INSERT INTO chat_message (id, tenant_id, session_id, role, text, client_msg_id, reply_to_id, status, data, created_at,
+                          seq)
+VALUES (%(id)s, %(tenant)s, %(session)s, %(role)s, %(text)s, %(client_msg_id)s, %(reply_to)s, %(status)s, %(data)s,
+        %(now)s, %(seq)s)
+"""
+
+
+def _insert_message(message: Message, session_update: str, params: dict[str, Any]) -> Message:
+    """Insert ``message`` (built, not saved; ``created_at`` is ``params["now"]``) and run ``session_update``
+    with ``params``, in one round trip; returns the message, now stored."""
+    execute(
+        _INSERT_MESSAGE.format(session_update=session_update.strip()),
+        {
+            **params, "id": message.pk, "role": message.role, "text": message.text,
+            "client_msg_id": message.client_msg_id, "reply_to": message.reply_to_id, "status": message.status,
+            "data": connection.ops.adapt_json_value(message.data, None), "seq": message.seq,
+        },
+    )  # fmt: skip
+    message._state.adding = False
+    message._state.db = connection.alias
+    return message
+
+
 # What finish_turn reads under the session's lock, and what it writes back.
 _REPLY_CHECKS = """
 SELECT empty_recall_streak, amnesia_alerted,
@@ -242,12 +270,11 @@ def store_user_message(
         if per_tenant <= 0 or state["tenant_full"] is not None:
             raise RateLimited(f"More than {per_tenant} messages a minute for this tenant; slow down.")
         now = timezone.now()
-        message = messages.create(
+        message = Message(
             tenant=tenant, session=session, role=Message.Role.USER, text=text, client_msg_id=client_msg_id,
             seq=(state["last_seq"] or 0) + 1, created_at=now,
         )  # fmt: skip
-        execute(_TOUCH_SESSION, {**ids, "now": now})
-        return message, None
+        return _insert_message(message, _TOUCH_SESSION, {**ids, "now": now}), None
 
 
 # --- step 2–4: memory and prompt -------------------------------------------------
@@ -461,7 +488,6 @@ def finish_turn(
 
     with tenant_scope(tenant):
         ids = {"tenant": tenant.pk, "session": session.pk}
-        messages = Message.objects.for_tenant(tenant)
         _lock_session(tenant, session)
         current = fetch_row(_REPLY_CHECKS, ids)  # after the lock, in a statement of its own (see store_user_message)
         assert current is not None  # the row is locked
@@ -469,25 +495,22 @@ def finish_turn(
         if recalled is None:  # a PreparedTurn made by hand
             recalled = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=prepared.recalled))
         used = _used_memories(text, recalled)
-        reply = messages.create(
+        reply = Message(
             id=uuid.UUID(reply_id), tenant=tenant, session=session, role=Message.Role.ASSISTANT, text=text,
-            reply_to=message, status=status, seq=(current["last_seq"] or 0) + 1,
+            reply_to=message, status=status, seq=(current["last_seq"] or 0) + 1, created_at=timezone.now(),
             data={
                 "recalled": prepared.recalled, "used": [str(m.pk) for m in used],
                 "needs_confirmation": prepared.needs_confirmation, "usage": usage,
                 "recall_empty": prepared.recall_empty, "trimmed": prepared.prompt.trimmed,
             },
         )  # fmt: skip
+        streak, phrase = _amnesia_check(reply.text, prepared.recall_empty, current)
+        alerted = phrase is not None or (streak > 0 and current["amnesia_alerted"])  # one alert per streak
+        _insert_message(reply, _FINISH_SESSION, {**ids, "now": reply.created_at, "streak": streak, "alerted": alerted})
+        if phrase:
+            _amnesia_alert(tenant, session, reply, phrase)
         # One statement for all of them; a memory deleted since it was recalled is skipped.
         memory_services.apply_feedback(tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}")
-        amnesia = _amnesia_check(tenant, session, reply, prepared.recall_empty, current)
-        execute(
-            _FINISH_SESSION,
-            {
-                **ids, "now": timezone.now(), "streak": amnesia["empty_recall_streak"],
-                "alerted": amnesia.get("amnesia_alerted", current["amnesia_alerted"]),
-            },
-        )  # fmt: skip
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply, previous_text=message.text)
     from memory.health import check_after_turn
@@ -496,28 +519,27 @@ def finish_turn(
     return reply
 
 
-def _amnesia_check(
-    tenant: Tenant, session: ChatSession, reply: Message, recall_empty: bool, current: dict[str, Any]
-) -> dict[str, Any]:
+def _amnesia_check(reply_text: str, recall_empty: bool, current: dict[str, Any]) -> tuple[int, str | None]:
     """Seed S8: the third consecutive turn where neither recall stage found
     anything, with a reply that admits forgetting, fires one alert (and only
     one per streak). ``current`` holds the session's ``empty_recall_streak``
-    and ``amnesia_alerted``, read under its lock. Returns the session fields
-    to update."""
+    and ``amnesia_alerted``, read under its lock. Returns the new streak and
+    the phrase that fires the alert (None: no alert this turn)."""
     from memory.health import amnesia_phrase
-    from memory.models import AmnesiaAlert
 
     if not recall_empty:
-        return {"empty_recall_streak": 0, "amnesia_alerted": False}
+        return 0, None
     streak = current["empty_recall_streak"] + 1
-    fields: dict[str, Any] = {"empty_recall_streak": streak}
-    phrase = amnesia_phrase(reply.text) if streak >= 3 and not current["amnesia_alerted"] else None
-    if phrase:
-        AmnesiaAlert.objects.create(tenant=tenant, session=session, message=reply, phrase=phrase)
-        metrics.AMNESIA_ALERTS.labels(tenant=tenant.slug).inc()
-        logger.warning("amnesia alert in session %s (tenant %s): %r", session.pk, tenant.slug, phrase)
-        fields["amnesia_alerted"] = True
-    return fields
+    phrase = amnesia_phrase(reply_text) if streak >= 3 and not current["amnesia_alerted"] else None
+    return streak, phrase or None
+
+
+def _amnesia_alert(tenant: Tenant, session: ChatSession, reply: Message, phrase: str) -> None:
+    from memory.models import AmnesiaAlert
+
+    AmnesiaAlert.objects.create(tenant=tenant, session=session, message=reply, phrase=phrase)
+    metrics.AMNESIA_ALERTS.labels(tenant=tenant.slug).inc()
+    logger.warning("amnesia alert in session %s (tenant %s): %r", session.pk, tenant.slug, phrase)
 
 
 def replay(tenant: Tenant, message: Message, reply: Message) -> TurnResult:

@@ -124,13 +124,15 @@ else:
         "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 0, minimum=0),
     }
 _db.setdefault("CONN_HEALTH_CHECKS", True)
-# Optional bounded connection pool per process (psycopg_pool). Under ASGI each
-# concurrent HTTP request runs in its own thread with its own connection: 100
-# concurrent requests exhaust a default max_connections=100 (measured with
-# bench/chat_load.py). Off by default (0) until the pool's interplay with the
-# chat runtime's worker threads is verified — docs/operations.md; use
-# PgBouncer in front of PostgreSQL meanwhile.
-DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 0, minimum=0)
+# A bounded connection pool per process (psycopg_pool), on by default. Without
+# it every unit of work of a chat turn starts a PostgreSQL backend of its own
+# (three a turn: ~25 ms of server CPU, bench/chat_load.py); under ASGI each
+# concurrent HTTP request would hold a connection of its own, and a burst of
+# 100 requests exhausts max_connections=100. With the pool, requests beyond
+# DB_POOL_MAX_SIZE wait for a connection (up to DB_POOL_TIMEOUT_S) instead of
+# failing. 0 turns it off (e.g. behind PgBouncer in session mode with
+# DB_CONN_MAX_AGE > 0, which Django does not combine with a pool).
+DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 0 if _db.get("CONN_MAX_AGE") else 10, minimum=0)
 if DB_POOL_MAX_SIZE:
     if _db.get("CONN_MAX_AGE"):
         raise ImproperlyConfigured("DB_CONN_MAX_AGE must be 0 when the connection pool is on (DB_POOL_MAX_SIZE > 0)")
