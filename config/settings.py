@@ -143,12 +143,16 @@ if DB_POOL_MAX_SIZE:
     }
 # Prepared statements: a chat turn runs the same ~25 statements every time, and PostgreSQL spent more CPU
 # planning them than running them (recall's candidate query: 1.4 ms to plan, 0.5 ms to run). With
-# server-side parameters psycopg prepares a statement on its fifth run on a connection and PostgreSQL
-# reuses the plan (bench/RESULTS.md § Chat load). Off with DB_PREPARED_STATEMENTS=0, e.g. behind a
-# PgBouncer in transaction mode older than 1.21 (or without its max_prepared_statements).
+# server-side parameters psycopg prepares a statement on its second run on a connection (psycopg's own
+# default, 5, is reached late when a pool of 10 connections takes turns) and PostgreSQL reuses the plan
+# (bench/RESULTS.md § Chat load). Never 0: a statement of several commands cannot be prepared. Off with
+# DB_PREPARED_STATEMENTS=0, e.g. behind a PgBouncer in transaction mode older than 1.21 (or without its
+# max_prepared_statements).
 DB_PREPARED_STATEMENTS = envbool("DB_PREPARED_STATEMENTS", True)
 if DB_PREPARED_STATEMENTS:
-    _db.setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
+    _db.setdefault("OPTIONS", {}).update(
+        server_side_binding=True, prepare_threshold=envint("DB_PREPARE_THRESHOLD", 1, minimum=1)
+    )
 # Each test run gets its own database so parallel runs on one server never collide.
 _db["TEST"] = {"NAME": f"test_memdesk_{os.getpid()}"}
 DATABASES = {"default": _db}
