@@ -348,6 +348,7 @@ async def load(
     if ready is not None:
         await ready.wait()  # every session connected
     load_before = os.getloadavg()[0]
+    client_cpu_before = time.process_time()  # this process: the clients and the fake Ollama
     cpu_before = server_cpu_s(server_pid) if server_pid else (0.0, 0.0)
     started = time.perf_counter()
     if clock is not None:
@@ -356,6 +357,7 @@ async def load(
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
     cpu_after = server_cpu_s(server_pid) if server_pid else None
+    client_cpu = time.process_time() - client_cpu_before
     python_cpu = cpu_after[0] - cpu_before[0] if cpu_after else None
     postgres_cpu = cpu_after[1] - cpu_before[1] if cpu_after else None
     cpu = python_cpu + postgres_cpu if cpu_after else None
@@ -373,6 +375,7 @@ async def load(
         "turns_per_s": round(done / window, 2) if window > 0 else None,
         "elapsed_s": round(elapsed, 1),
         "server_cpu_ms_per_turn": round(cpu * 1000 / done, 1) if cpu is not None and done else None,
+        "client_cpu_ms_per_turn": round(client_cpu * 1000 / done, 1) if done else None,
         "server_python_cpu_ms_per_turn": round(python_cpu * 1000 / done, 1)
         if python_cpu is not None and done
         else None,
@@ -505,7 +508,8 @@ def main() -> None:
                         f"{run['first_turn_ms'].get('p50')}/{run['first_turn_ms'].get('p95')}, later "
                         f"{run['later_turn_ms'].get('p50')}/{run['later_turn_ms'].get('p95')}, alone "
                         f"{run['alone_turn_ms'].get('n')} turns {run['alone_turn_ms'].get('p50')}/"
-                        f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, "
+                        f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, client CPU "
+                        f"{run['client_cpu_ms_per_turn']} ms/turn, "
                         f"{run['errors']} errors, load {run['loadavg_after']}")  # fmt: skip
             if not args.no_seed_comparison:
                 fake.requests.clear()
