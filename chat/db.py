@@ -50,6 +50,13 @@ def fetch_row(sql: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
         return None if row is None else dict(zip((c.name for c in cursor.description), row, strict=True))
 
 
+def fetch_rows(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Every row of ``sql``, as tuples."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def execute(sql: str, params: Mapping[str, Any]) -> int:
     """Run ``sql``; how many rows it touched."""
     with connection.cursor() as cursor:

@@ -36,7 +36,7 @@ from django.utils import timezone
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
 from chat.access import SessionNotFound, require_session_id
-from chat.db import execute, fetch_row, unit_of_work
+from chat.db import execute, fetch_row, fetch_rows, unit_of_work
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.models import ChatSession, ExecutionContext, Message, Tool
 from chat.tool_calls import rebuild_prompt, run_tool_call
@@ -180,6 +180,14 @@ SELECT
 _TOUCH_SESSION = """
 UPDATE chat_chatsession SET last_activity_at = %(now)s WHERE tenant_id = %(tenant)s AND id = %(session)s
 """
+
+# The anchor's facts: the session's live memories with an anchor key, best first (rows, not models).
+_ANCHOR_TEMPLATE = """
+SELECT m.key, m.content FROM memory_memoryunit m
+WHERE {scope} AND m.key = ANY(%(keys)s)
+ORDER BY m.relevance_score DESC, m.created_at DESC
+"""
+_ANCHOR_SQL = _ANCHOR_TEMPLATE.format(scope=memory_services.SCOPE_SQL)
 
 # A message's INSERT and its session's UPDATE (``_TOUCH_SESSION`` or ``_FINISH_SESSION``) in one statement: a
 # data-modifying WITH runs exactly once whether or not it is referenced.
@@ -393,12 +401,8 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         _feedback_from_user(tenant, extraction, previously_used)
 
         result = recall(tenant, session, message.text, k=RECALL_K)
-        profile = list(
-            MemoryUnit.objects.for_tenant(tenant)
-            .filter(memory_services.scope_q(session), memory_services.valid_q(timezone.now()))
-            .filter(key__in=ANCHOR_KEYS)
-            .order_by("-relevance_score", "-created_at")
-            .values_list("key", "content")  # rows, not models: no 384-float embedding to parse per row
+        profile = fetch_rows(
+            _ANCHOR_SQL, {**memory_services.scope_params(tenant, session, timezone.now()), "keys": list(ANCHOR_KEYS)}
         )
         # Secrets a user typed never travel on into later prompts (S6's red line).
         turns = [
