@@ -443,7 +443,7 @@ def _store(
     if not planned:
         return []
     now = now or timezone.now()
-    search_context = context_text(context)
+    search_context = functools.cache(lambda: context_text(context))  # only new rows need it (jieba)
 
     def build(p: _Planned) -> MemoryUnit:
         search_text = _search_fields(p.valid.content, p.valid.key, p.valid.data)
@@ -463,8 +463,8 @@ def _store(
             embedding=p.embedding,
             embedding_model=p.model,
             search_text=search_text,
-            search_context=search_context,
-            search_vector=_search_vector(search_text, search_context),
+            search_context=search_context(),
+            search_vector=_search_vector(search_text, search_context()),
         )
 
     with tenant_scope(tenant):
