@@ -3,11 +3,10 @@ several memories, with the same guarantees as ``do_write_memory``."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from chat.models import Message
 from config.errors import ApiError
@@ -16,7 +15,7 @@ from memory.extraction import extract_and_store
 from memory.models import MemoryEvent, MemoryUnit
 from memory.services import MemoryItem
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.memory.conftest import open_session_obj, race
 
 
 @pytest.fixture
@@ -229,8 +228,6 @@ def test_extraction_stores_a_messages_facts_with_one_embedding_call(acme, acme_s
 def test_concurrent_batches_and_single_writes_leave_one_live_memory_per_key(acme):
     # given two racing batches that touch the same keys in opposite orders, and two single writers
     session = open_session_obj(acme, "alice")
-    barrier = threading.Barrier(4)
-    errors: list[BaseException] = []
 
     def batch(n: int, keys: list[str]) -> None:
         items = [MemoryItem(type="user_profile", key=key, content=f"{key} value {n}") for key in keys]
@@ -240,24 +237,11 @@ def test_concurrent_batches_and_single_writes_leave_one_live_memory_per_key(acme
         for key in keys:
             services.do_write_memory(acme.tenant, session, type="user_profile", key=key, content=f"{key} value {n}")
 
-    def run(n: int, write: Any, keys: list[str]) -> None:
-        try:
-            barrier.wait(timeout=10)
-            write(n, keys)
-        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
     plans = [(0, batch, ["phone", "name", "email"]), (1, batch, ["email", "name", "phone"]),
              (2, single, ["name", "phone"]), (3, single, ["phone", "email"])]  # fmt: skip
 
     # when
-    threads = [threading.Thread(target=run, args=plan) for plan in plans]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    errors = race(*[lambda plan=plan: plan[1](plan[0], plan[2]) for plan in plans])
 
     # then every write landed, one live memory per key, the rest in history
     assert errors == []

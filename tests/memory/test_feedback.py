@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connections
 
 from config.errors import ApiError
 from memory import services
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.memory.conftest import open_session_obj, race
 
 
 @pytest.fixture
@@ -111,23 +108,7 @@ def test_an_unknown_event_is_refused_before_anything_changes(acme, phone):
 def test_concurrent_batches_on_one_memory_all_count(acme):
     # given one memory and eight turns marking it used at the same moment
     memory = _write(acme.tenant, open_session_obj(acme, "alice"), "phone", "用户手机号 13912345678")
-    barrier = threading.Barrier(8)
-    errors: list[BaseException] = []
-
-    def mark() -> None:
-        try:
-            barrier.wait(timeout=10)
-            services.apply_feedback(acme.tenant, [memory.pk], "used")
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=mark) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    errors = race(*[lambda: services.apply_feedback(acme.tenant, [memory.pk], "used")] * 8)
 
     # then no increment is lost, and the events chain 1.0 → 1.8 without a repeated "before"
     assert errors == []

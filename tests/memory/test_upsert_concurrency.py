@@ -2,41 +2,26 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connections
 
 from memory import services
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.memory.conftest import open_session_obj, race
 
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_writes_of_one_key_leave_one_live_memory(acme):
     # given
     session = open_session_obj(acme, "alice")
-    barrier = threading.Barrier(4)
-    errors: list[BaseException] = []
 
     def write(n: int) -> None:
-        try:
-            barrier.wait(timeout=10)
-            services.do_write_memory(
-                acme.tenant, session, type="user_profile", key="phone", content=f"用户手机号 1391234567{n}"
-            )
-        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        services.do_write_memory(
+            acme.tenant, session, type="user_profile", key="phone", content=f"用户手机号 1391234567{n}"
+        )
 
     # when four writers race
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    errors = race(*[lambda n=n: write(n) for n in range(4)])
 
     # then
     assert errors == []
