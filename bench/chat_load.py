@@ -4,7 +4,7 @@ extract, recall, prompt, persist, relay) — plus the seed's comparison (S20):
 prompt tokens of our two-channel prompt vs the raw history at turns 10/30/50
 of a 50-turn dialogue.
 
-    nice -n 5 .venv/bin/python bench/chat_load.py --sessions 10,100 --workers 2
+    nice -n 5 .venv/bin/python bench/chat_load.py --sessions 10,100,300 --mode paced --workers 4
 
 Two ways to load the server, both reported:
 
@@ -450,7 +450,7 @@ def main() -> None:
     parser.add_argument("--think-s", type=float, default=15.0, help="mean think time of the paced mode")
     parser.add_argument("--think-dist", choices=["exp", "uniform"], default="exp")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--workers", type=int, default=4, help="uvicorn worker processes (the image runs 4)")
     parser.add_argument(
         "--db-pool", type=int, default=None, help="DB_POOL_MAX_SIZE per worker (0: no pool; default: the product's)"
     )
