@@ -468,6 +468,10 @@ def _store(
         )
 
     with tenant_scope(tenant):
+        if len(planned) == 1 and planned[0].slot is not None:  # a message's one fact, often said before
+            refreshed = _refresh_unchanged(tenant, session, planned[0], now, actor)
+            if refreshed is not None:
+                return [refreshed]
         current = _lock_live(tenant, session, [p.slot for p in planned if p.slot is not None])
         existing = {m.pk for m in current.values()}
         new_rows: list[MemoryUnit] = []
@@ -583,6 +587,52 @@ def _update_changed(tenant: Tenant, rows: list[MemoryUnit]) -> None:
                 "confirm_count": [m.confirm_count for m in rows],
             },
         )
+
+
+#: A repeated fact's refresh in one statement: the live row of the slot, if its content and data are the
+#: ones written again and it has not expired, locked and refreshed. No advisory lock is needed: a concurrent
+#: replacement locks the same row, and once it commits the re-check under the lock finds the row superseded,
+#: so nothing is refreshed and the caller takes the full path (which sees the replacement).
+_REFRESH_SQL = """
+WITH old AS (
+    SELECT id, expires_at FROM memory_memoryunit
+    WHERE tenant_id = %(tenant)s AND end_user_id = %(end_user)s AND type = %(type)s AND key = %(key)s
+      AND session_id IS NOT DISTINCT FROM %(session)s AND superseded_at IS NULL
+      AND content = %(content)s AND data = %(data)s AND expires_at > %(now)s
+    FOR UPDATE
+)
+UPDATE memory_memoryunit m
+SET expires_at = GREATEST(m.expires_at, %(expires_at)s), updated_at = %(now)s, confirm_count = m.confirm_count + 1
+FROM old, tenants_enduser u
+WHERE m.tenant_id = %(tenant)s AND m.id = old.id AND u.tenant_id = m.tenant_id AND u.id = m.end_user_id
+RETURNING {columns}, u.external_id AS end_user_external_id, old.expires_at AS old_expires_at
+"""
+
+
+def _refresh_unchanged(
+    tenant: Tenant, session: ChatSession, planned: _Planned, now: datetime, actor: Actor
+) -> WriteResult | None:
+    """Refresh the slot's live memory if it already says exactly this (a confirmation: its expiry extended,
+    ``confirm_count`` + 1, a ``confirm`` event), in two statements; None when it does not (nothing changed)."""
+    valid = planned.valid
+    type_, key, session_id = planned.slot  # type: ignore[misc]
+    params = {
+        "tenant": tenant.pk, "end_user": session.end_user_id, "type": type_, "key": key, "session": session_id,
+        "content": valid.content, "data": connection.ops.adapt_json_value(valid.data, None), "now": now,
+        "expires_at": now + timedelta(seconds=valid.expires_in),
+    }  # fmt: skip
+    rows = list(MemoryUnit.all_objects.raw(_REFRESH_SQL.format(columns=_light_columns()), params))
+    if not rows:
+        return None
+    (memory,) = rows
+    memory.end_user = EndUser.from_db(
+        connection.alias, ["id", "tenant_id", "external_id"],
+        [memory.end_user_id, memory.tenant_id, memory.end_user_external_id],
+    )  # fmt: skip
+    after = snapshot(memory)
+    before = {**after, "expires_at": memory.old_expires_at.isoformat()}
+    _insert_events([_event_row(memory, Kind.CONFIRM, actor, before=before, after=after, note="repeated fact")])
+    return WriteResult(memory, "refreshed")
 
 
 def _lock_live(tenant: Tenant, session: ChatSession, slots: list[tuple[str, str, Any]]) -> dict[Any, MemoryUnit]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory import services
-from memory.models import MemoryUnit
+from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
 from tests.memory.conftest import open_session_obj, race
 
@@ -72,3 +72,29 @@ def test_replacement_keeps_the_old_fact_in_history_and_as_of(acme_session, acme)
             MemoryEvent.objects.for_tenant(acme.tenant).filter(memory_id=old.memory.pk).values_list("kind", flat=True)
         )
     assert kinds == ["create", "replace"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refreshes_racing_a_replacement_leave_one_live_memory_and_count_every_write(acme):
+    # given alice's phone, said again by four turns while two others change it, all at once
+    session = open_session_obj(acme, "alice")
+    services.do_write_memory(acme.tenant, session, type="user_profile", key="phone", content="用户手机号 13912345678")
+
+    def say(content: str) -> None:
+        services.do_write_memory(acme.tenant, session, type="user_profile", key="phone", content=content)
+
+    # when
+    errors = race(*[lambda: say("用户手机号 13912345678")] * 4, *[lambda: say("用户手机号 13800000000")] * 2)
+
+    # then one live memory, history chained, and each of the seven writes left exactly one create or confirm
+    assert errors == []
+    with tenant_scope(acme.tenant):
+        rows = list(MemoryUnit.objects.for_tenant(acme.tenant).filter(key="phone"))
+        kinds = list(
+            MemoryEvent.objects.for_tenant(acme.tenant)
+            .filter(memory_id__in=[m.pk for m in rows], kind__in=["create", "confirm"])
+            .values_list("kind", flat=True)
+        )
+    assert len([m for m in rows if m.superseded_at is None]) == 1
+    assert all(m.superseded_by_id is not None for m in rows if m.superseded_at is not None)
+    assert len(kinds) == 7
