@@ -39,7 +39,7 @@ from django.utils import timezone
 from chat.access import require_session_id
 from chat.models import ChatSession
 from memory import embeddings, metrics
-from memory.models import SESSION_TYPES, MemoryType, MemoryUnit
+from memory.models import MemoryType, MemoryUnit
 from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
 from memory.text import TS_CONFIG, query_terms
 from tenants.models import Tenant
@@ -120,12 +120,9 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
 
 _CANDIDATE_SQL = """
 WITH scoped AS MATERIALIZED (
-    SELECT id, embedding, embedding_model, search_vector
-    FROM memory_memoryunit
-    WHERE tenant_id = %(tenant)s
-      AND ((type = ANY(%(session_types)s) AND session_id = %(session)s)
-           OR (type <> ALL(%(session_types)s) AND end_user_id = %(end_user)s))
-      AND created_at <= %(as_of)s AND expires_at > %(as_of)s
+    SELECT m.id, m.embedding, m.embedding_model, m.search_vector
+    FROM memory_memoryunit m
+    WHERE {scope}
 ),
 vec AS (
     SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
@@ -209,7 +206,7 @@ def _lex_sql(n_terms: int) -> str:
 
 
 def _candidate_sql(n_terms: int, n_models: int = 1) -> str:
-    return _CANDIDATE_SQL.format(distance=_distance_sql(n_models), lex=_lex_sql(n_terms))
+    return _CANDIDATE_SQL.format(scope=SCOPE_SQL, distance=_distance_sql(n_models), lex=_lex_sql(n_terms))
 
 
 def _vector_literal(vector: Any) -> str:
@@ -249,11 +246,7 @@ def _candidate_stage(
     knobs = tuning()
     vectors, embed_ms = query_vectors.result()
     params: dict[str, Any] = {
-        "tenant": tenant.pk,
-        "session": session.pk,
-        "end_user": session.end_user_id,
-        "session_types": list(SESSION_TYPES),
-        "as_of": as_of,
+        **scope_params(tenant, session, as_of),
         "n": int(knobs["candidates"]),
         "k1": float(knobs["bm25_k1"]),
         "b": float(knobs["bm25_b"]),

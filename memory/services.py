@@ -158,11 +158,17 @@ def fetch_memories(
     sql += (f" LIMIT {int(limit)}" if limit is not None else "") + (" FOR UPDATE OF m" if lock else "")
     rows = list(MemoryUnit.all_objects.raw(sql, {**params, "tenant": tenant.pk}))  # the SQL names the tenant
     for memory in rows:
-        memory.end_user = EndUser.from_db(
-            "default", ["id", "tenant_id", "external_id"], [memory.end_user_id, memory.tenant_id,
-                                                             memory.end_user_external_id],
-        )  # fmt: skip
+        _attach_end_user(memory)
     return rows
+
+
+def _attach_end_user(memory: MemoryUnit) -> None:
+    """Set ``memory.end_user`` from the ``end_user_external_id`` column a raw read selected with it, so
+    serialising the memory needs no query."""
+    memory.end_user = EndUser.from_db(
+        connection.alias, ["id", "tenant_id", "external_id"],
+        [memory.end_user_id, memory.tenant_id, memory.end_user_external_id],
+    )  # fmt: skip
 
 
 @require_session_id
@@ -625,10 +631,7 @@ def _refresh_unchanged(
     if not rows:
         return None
     (memory,) = rows
-    memory.end_user = EndUser.from_db(
-        connection.alias, ["id", "tenant_id", "external_id"],
-        [memory.end_user_id, memory.tenant_id, memory.end_user_external_id],
-    )  # fmt: skip
+    _attach_end_user(memory)
     after = snapshot(memory)
     before = {**after, "expires_at": memory.old_expires_at.isoformat()}
     _insert_events([_event_row(memory, Kind.CONFIRM, actor, before=before, after=after, note="repeated fact")])
