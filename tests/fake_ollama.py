@@ -158,7 +158,7 @@ class FakeOllama:
     def show_requests(self) -> list[dict[str, Any]]:
         return [r.body or {} for r in self.requests if r.path == "/api/show"]
 
-    def wait_for_disconnect(self, timeout: float = 2.0) -> bool:
+    def wait_for_disconnect(self, timeout: float = 5.0) -> bool:
         """True once a client has dropped a stream (waits up to ``timeout``)."""
         return self.disconnected.wait(timeout)
 
@@ -250,6 +250,35 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep pytest output clean
 
+    # -- connection -------------------------------------------------------
+
+    def setup(self) -> None:
+        super().setup()
+        self._requests_seen = 0
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        self._requests_seen += ok
+        return ok
+
+    def handle_one_request(self) -> None:
+        # A client that gives up before its request is read (a timeout that
+        # fires while the machine is loaded) resets or closes the connection
+        # here, before any handler runs: that is a disconnect too.
+        try:
+            super().handle_one_request()
+        except (ConnectionResetError, BrokenPipeError):
+            self.close_connection = True
+            self._dropped()
+            return
+        if not self.raw_requestline and not self._requests_seen:
+            self._dropped()
+
+    def _dropped(self) -> None:
+        with self.fake._lock:
+            self.fake.disconnects += 1
+        self.fake.disconnected.set()
+
     # -- routing ----------------------------------------------------------
 
     def do_GET(self) -> None:
@@ -328,9 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, final)
                 self._count_completed()
         except _ClientGone:
-            with self.fake._lock:
-                self.fake.disconnects += 1
-            self.fake.disconnected.set()
+            self._dropped()
             self.close_connection = True
         except _Stopping:
             self.close_connection = True
