@@ -155,6 +155,22 @@ def _ram_gib() -> float | None:
     return None
 
 
+def python_loop_ms(n: int = 2_000_000, repeat: int = 3) -> float:
+    """The machine's speed for plain Python: the best of ``repeat`` runs of a
+    ``n``-step integer loop, in ms. Machines of one kind differ by 2× from day
+    to day (the same chat turn took 31 ms on one and 60 ms on another;
+    bench/RESULTS.md), so every result records this beside its figures:
+    compare runs made on different machines only after scaling by it."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        total = 0
+        for i in range(n):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1000, 1)
+
+
 def machine_info(*, with_db: bool = True) -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu": _cpu_model(),
@@ -162,6 +178,7 @@ def machine_info(*, with_db: bool = True) -> dict[str, Any]:
         "ram_gib": _ram_gib(),
         "python": sys.version.split()[0],
         "loadavg_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "python_loop_2m_ms": python_loop_ms(),
     }
     try:
         import django

@@ -36,7 +36,7 @@ from django.utils import timezone
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
 from chat.access import SessionNotFound, require_session_id
-from chat.db import execute, fetch_row, fetch_rows, unit_of_work
+from chat.db import execute, fetch_row, fetch_rows, load_models, unit_of_work
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.models import ChatSession, ExecutionContext, Message, Tool
 from chat.tool_calls import rebuild_prompt, run_tool_call
@@ -354,9 +354,9 @@ def _json(value: Any) -> Any:
 
 def _turn_state(tenant: Tenant, session: ChatSession, before_seq: int) -> _TurnState:
     """Everything ``prepare_turn`` needs before extraction, in one round trip
-    instead of five (``raw()`` still converts the session's own fields)."""
+    instead of five (``load_models`` still converts the session's own fields)."""
     params = {"tenant": tenant.pk, "session": session.pk, "before": before_seq, "limit": SUMMARY_MESSAGES}
-    rows = list(ChatSession.all_objects.raw(_TURN_STATE, params))  # not cross-tenant: the SQL names the tenant
+    rows = load_models(ChatSession, _TURN_STATE, params)  # not cross-tenant: the SQL names the tenant
     if not rows:
         raise SessionNotFound("No such session.")
     fresh = rows[0]

@@ -23,6 +23,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from chat.access import require_session_id
+from chat.db import load_models
 from chat.models import ChatSession, Message
 from config.errors import ApiError, NotFound
 from memory import embeddings
@@ -156,7 +157,7 @@ def fetch_memories(
     ``lock`` locks the memories (not their end user) ``FOR UPDATE``. Call inside the tenant's scope."""
     sql = _FETCH_SQL.format(columns=_light_columns(), where=where, order=order)
     sql += (f" LIMIT {int(limit)}" if limit is not None else "") + (" FOR UPDATE OF m" if lock else "")
-    rows = list(MemoryUnit.all_objects.raw(sql, {**params, "tenant": tenant.pk}))  # the SQL names the tenant
+    rows = load_models(MemoryUnit, sql, {**params, "tenant": tenant.pk})  # the SQL names the tenant
     for memory in rows:
         _attach_end_user(memory)
     return rows
@@ -627,7 +628,7 @@ def _refresh_unchanged(
         "content": valid.content, "data": connection.ops.adapt_json_value(valid.data, None), "now": now,
         "expires_at": now + timedelta(seconds=valid.expires_in),
     }  # fmt: skip
-    rows = list(MemoryUnit.all_objects.raw(_REFRESH_SQL.format(columns=_light_columns()), params))
+    rows = load_models(MemoryUnit, _REFRESH_SQL.format(columns=_light_columns()), params)
     if not rows:
         return None
     (memory,) = rows
