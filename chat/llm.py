@@ -13,12 +13,16 @@ Two rules from S19 live here: the context size comes from Ollama itself
 (``/api/show``), and every request carries ``options.num_ctx`` so Ollama never
 falls back to its small default window and truncates the prompt silently.
 
-Each ``stream()`` opens its own ``ollama.AsyncClient`` (an httpx pool) and
-closes it at the end: a pool is bound to the event loop it was made in, and
-memdesk calls from Channels' loop and from ``async_to_sync`` loops alike. One
-TCP connect per reply is nothing next to generating it; building a new TLS
-context per client is not (~30 ms of CPU: httpx loads the whole CA bundle), so
-every client shares one, made on first use (:func:`_ssl_context`).
+Each event loop has its own ``ollama.AsyncClient`` per host (an httpx pool,
+keeping its connections to Ollama open between replies), closed when the loop
+ends: a pool is bound to the loop it was made in, and memdesk calls from the
+server's loop and from ``async_to_sync`` loops (a new one per call outside the
+server) alike. A client per reply cost each turn a TCP connect and the
+client's construction, about a tenth of the turn's Python time under
+bench/chat_load.py. The pool has no connection limit (Ollama queues requests
+itself, ``OLLAMA_MAX_QUEUE``), so sharing it never makes a reply wait. Building
+a TLS context per client would cost ~30 ms of CPU (httpx loads the whole CA
+bundle), so every client shares one, made on first use (:func:`_ssl_context`).
 
 httpcore asks ``sniffio`` which async library is running each time it makes
 a lock, a dozen times a reply; sniffio is not installed, and a failed import
@@ -30,6 +34,7 @@ then assumes asyncio, which is what memdesk runs on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib.util
 import logging
@@ -74,6 +79,47 @@ def _ssl_context() -> ssl.SSLContext:
     (certifi's CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), built once.
     An ``SSLContext`` is safe to share between clients, threads and loops."""
     return httpx.create_ssl_context()
+
+
+class _LoopClients:
+    """The Ollama clients of one event loop, by (host, timeout), and the task that closes them when the loop
+    ends (``asyncio.run`` and ``async_to_sync`` cancel a loop's remaining tasks before closing it)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.clients: dict[tuple[str, float], ollama.AsyncClient] = {}
+        self.closer = loop.create_task(self._close_at_end(loop), name="memdesk-ollama-clients")
+
+    async def _close_at_end(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            await loop.create_future()  # never done: this task ends when the loop cancels it
+        finally:
+            _loop_clients.pop(loop, None)
+            for client in list(self.clients.values()):
+                with contextlib.suppress(Exception):
+                    await client.close()
+
+
+# One entry per live event loop, removed when the loop ends; touched only from the loop's own thread.
+_loop_clients: dict[asyncio.AbstractEventLoop, _LoopClients] = {}
+
+
+def _shared_client(host: str, timeout_s: float) -> ollama.AsyncClient:
+    """This event loop's client for ``host``: made on first use, closed with the loop."""
+    loop = asyncio.get_running_loop()
+    entry = _loop_clients.get(loop)
+    if entry is None:
+        for stale in [other for other in list(_loop_clients) if other.is_closed()]:
+            _loop_clients.pop(stale, None)  # a loop closed without cancelling its tasks
+        entry = _loop_clients[loop] = _LoopClients(loop)
+    client = entry.clients.get((host, timeout_s))
+    if client is None or client._client.is_closed:
+        client = entry.clients[(host, timeout_s)] = ollama.AsyncClient(
+            host=host,
+            timeout=httpx.Timeout(timeout_s),
+            verify=_ssl_context(),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
+        )
+    return client
 
 
 class LLMError(Exception):
@@ -167,7 +213,7 @@ class OllamaChat:
         return f"OllamaChat(host={self.host!r}, model={self.model!r})"
 
     def _client(self) -> ollama.AsyncClient:
-        return ollama.AsyncClient(host=self.host, timeout=httpx.Timeout(self.timeout_s), verify=_ssl_context())
+        return _shared_client(self.host, self.timeout_s)
 
     def _translate(self, exc: BaseException) -> LLMError:
         """The LLMError for an exception raised by the ollama client or httpx."""
@@ -205,8 +251,6 @@ class OllamaChat:
                 shown = await client.show(self.model)
         except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
             raise self._translate(exc) from exc
-        finally:
-            await client.close()
         size = parse_context_size(shown.parameters, shown.modelinfo)
         if size is None:
             logger.warning(
@@ -243,21 +287,16 @@ class OllamaChat:
         started = loop.time()
         first_deadline = started + self.timeout_s
         overall_deadline = started + self.overall_timeout_s
-        client = self._client()
-        try:
-            # Builds and validates the request; no I/O happens before the
-            # first anext(). A malformed message or tool raises pydantic's
-            # ValidationError here, as the programming error it is.
-            parts: AsyncGenerator[ollama.ChatResponse, None] = await client.chat(
-                model=self.model,
-                messages=messages,
-                tools=tools,
-                stream=True,
-                options={"num_ctx": num_ctx},
-            )
-        except BaseException:
-            await client.close()
-            raise
+        # Builds and validates the request; no I/O happens before the
+        # first anext(). A malformed message or tool raises pydantic's
+        # ValidationError here, as the programming error it is.
+        parts: AsyncGenerator[ollama.ChatResponse, None] = await self._client().chat(
+            model=self.model,
+            messages=messages,
+            tools=tools,
+            stream=True,
+            options={"num_ctx": num_ctx},
+        )
         try:
             got_first = False
             while True:
@@ -279,10 +318,12 @@ class OllamaChat:
                     raise LLMUnavailable(f"Ollama at {self.host} did not {late}") from None
                 got_first = True
                 chunk = _to_chunk(part)
-                if chunk.text or chunk.tool_calls or chunk.done:
-                    yield chunk
                 if chunk.done:
+                    await _read_to_end(parts, overall_deadline)
+                    yield chunk
                     return
+                if chunk.text or chunk.tool_calls:
+                    yield chunk
         except LLMError:
             raise
         except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
@@ -290,9 +331,9 @@ class OllamaChat:
         finally:
             # Runs on normal end, error, cancellation and aclose() alike:
             # closing the inner generator leaves the ollama client's
-            # ``async with client.stream(...)``, which closes the response.
+            # ``async with client.stream(...)``, which closes the response
+            # (a response not read to its end closes its connection too).
             await parts.aclose()
-            await client.close()
 
     async def version(self) -> str:
         """The Ollama server's version (a cheap reachability probe for
@@ -305,8 +346,17 @@ class OllamaChat:
                 return str(response.json()["version"])
         except (httpx.HTTPError, ConnectionError, TimeoutError, ValueError, KeyError) as exc:
             raise LLMUnavailable(f"Ollama at {self.host} is unreachable: {type(exc).__name__}") from exc
-        finally:
-            await client.close()
+
+
+async def _read_to_end(parts: AsyncGenerator[ollama.ChatResponse, None], deadline: float) -> None:
+    """Read the rest of a reply's body after its final line (the end of the chunked body, normally in the
+    same packet), so its connection goes back to the pool instead of being closed: a response closed
+    before its end takes its connection with it. The reply is whole already, so a failure here only costs
+    that connection."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout_at(deadline):
+            async for _ in parts:
+                pass
 
 
 def _to_chunk(part: ollama.ChatResponse) -> LLMChunk:

@@ -120,6 +120,9 @@ class FakeOllama:
         #: Streams written to the end (final ``done`` line sent).
         self.completed = 0
         self.disconnected = threading.Event()
+        #: TCP connections accepted, and those closed again (by either side).
+        self.connections_opened = 0
+        self.connections_closed = 0
         self._replies: deque[ReplySource] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -255,6 +258,15 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self._requests_seen = 0
+        with self.fake._lock:
+            self.fake.connections_opened += 1
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            with self.fake._lock:
+                self.fake.connections_closed += 1
 
     def parse_request(self) -> bool:
         ok = super().parse_request()

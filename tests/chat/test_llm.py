@@ -310,3 +310,54 @@ def test_httpcore_learns_the_async_library_without_searching_sys_path():
     import chat.llm  # noqa: F401
 
     assert "sniffio" in sys.modules
+
+
+# --- one client per event loop ---------------------------------------------------
+
+
+async def test_replies_on_one_event_loop_reuse_one_connection(fake_ollama: FakeOllama, chat: OllamaChat) -> None:
+    # given
+    fake_ollama.script("第一", "第二", "第三")
+
+    # when three replies and a context-size lookup run one after another on this loop
+    texts = ["".join(c.text for c in await _collect(chat)) for _ in range(3)]
+    await chat.context_size()
+
+    # then they all went over the one connection the first opened
+    assert texts == ["第一", "第二", "第三"]
+    assert fake_ollama.connections_opened == 1
+
+
+async def test_a_reply_dropped_midway_leaves_the_next_one_working(fake_ollama: FakeOllama, chat: OllamaChat) -> None:
+    # given a reply the client abandons after its first delta
+    fake_ollama.script(Reply(deltas=["一", "二", "三"], token_delay_s=0.5), "好的")
+    async with contextlib.aclosing(chat.stream(MESSAGES, num_ctx=4096)) as stream:
+        first = await anext(stream)
+    assert first.text == "一"
+    assert await asyncio.to_thread(fake_ollama.wait_for_disconnect)
+
+    # when the next reply is asked for
+    chunks = await _collect(chat)
+
+    # then it streams in full, over a new connection (the abandoned one was closed, not reused)
+    assert "".join(c.text for c in chunks) == "好的"
+    assert fake_ollama.connections_opened == 2
+
+
+def test_the_clients_of_an_event_loop_close_when_it_ends(fake_ollama: FakeOllama) -> None:
+    # given a reply made on a loop of its own, as async_to_sync does outside the server
+    chat = OllamaChat(fake_ollama.host, "qwen2.5:7b", timeout_s=2.0)
+
+    async def one_reply() -> tuple[str, asyncio.AbstractEventLoop]:
+        return "".join(c.text for c in await _collect(chat)), asyncio.get_running_loop()
+
+    # when that loop ends
+    text, loop = asyncio.run(one_reply())
+
+    # then its connection to Ollama was closed with it, and nothing is kept for the dead loop
+    assert text == "你好！"
+    deadline = time.monotonic() + 5
+    while fake_ollama.connections_closed < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fake_ollama.connections_closed == fake_ollama.connections_opened == 1
+    assert loop not in llm_module._loop_clients
