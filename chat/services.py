@@ -389,10 +389,11 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
     """Steps 2–4: extraction and feedback, recall, and the prompt."""
     from chat.summary import summarize
     from memory.extraction import extract_and_store
-    from memory.recall import recall
+    from memory.recall import embed_query_soon, recall
     from memory.redaction import redact
 
     with tenant_scope(tenant):
+        query_embedding = embed_query_soon(tenant, message.text)  # overlaps the extraction below
         state = _turn_state(tenant, session, message.seq)
         session = state.session
         previously_used = _previously_used(tenant, state, message.seq)
@@ -400,7 +401,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         extraction = extract_and_store(tenant, session, message, previous_text=before)
         _feedback_from_user(tenant, extraction, previously_used)
 
-        result = recall(tenant, session, message.text, k=RECALL_K)
+        result = recall(tenant, session, message.text, k=RECALL_K, embedding=query_embedding)
         profile = fetch_rows(
             _ANCHOR_SQL, {**memory_services.scope_params(tenant, session, timezone.now()), "keys": list(ANCHOR_KEYS)}
         )

@@ -234,6 +234,28 @@ def _embed_query(models: list[str], text: str) -> tuple[dict[str, str], float]:
     return vectors, _ms(start)
 
 
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """A query's embedding under way on a pool thread (``embed_query_soon``), for ``recall`` to use."""
+
+    tenant_id: Any
+    query: str
+    rewritten: str
+    models: list[str]
+    vectors: Future[tuple[dict[str, str], float]]
+
+
+def embed_query_soon(tenant: Tenant, query: str) -> QueryEmbedding:
+    """Start embedding ``query`` (rewritten as ``recall`` rewrites it) with each model the tenant uses, on a
+    pool thread, and return at once: a chat turn starts it before extracting the message's facts, so the
+    two overlap (the encoder's matrix products release the GIL), and passes it to ``recall``."""
+    from memory.rewrite import rewrite_query
+
+    rewritten = rewrite_query(query).text
+    models = embeddings.models_for(tenant, MemoryType.values)
+    return QueryEmbedding(tenant.pk, query, rewritten, models, _embed_pool().submit(_embed_query, models, rewritten))
+
+
 def _candidate_stage(
     tenant: Tenant,
     session: ChatSession,
@@ -299,9 +321,11 @@ def recall(
     as_of: datetime | None = None,
     k: int = 5,
     record: bool = True,
+    embedding: QueryEmbedding | None = None,
 ) -> RecallResult:
-    """Memories for ``query`` visible to ``session`` and valid at ``as_of``."""
-    from memory.rewrite import rewrite_query, rule_keys
+    """Memories for ``query`` visible to ``session`` and valid at ``as_of``. ``embedding``: the query's
+    embedding, started earlier by ``embed_query_soon`` (ignored unless it is this tenant's and query's)."""
+    from memory.rewrite import rule_keys
 
     if not 1 <= k <= MAX_K:
         raise ValueError(f"k must be between 1 and {MAX_K}")
@@ -309,10 +333,11 @@ def recall(
     timings: dict[str, float] = {}
     total_start = time.perf_counter()
     with tenant_scope(tenant):
-        # The query embedding starts first, on a pool thread, and overlaps the rule stage's lookups.
-        rewrite = rewrite_query(query)
-        models = embeddings.models_for(tenant, MemoryType.values)
-        query_vectors = _embed_pool().submit(_embed_query, models, rewrite.text)
+        # The query embedding runs on a pool thread and overlaps the rule stage's lookups (and, when the
+        # caller started it, more before them).
+        if embedding is None or embedding.tenant_id != tenant.pk or embedding.query != query:
+            embedding = embed_query_soon(tenant, query)
+        models, query_vectors = embedding.models, embedding.vectors
 
         start = time.perf_counter()
         keys = tuple(rule_keys(query))
@@ -320,7 +345,7 @@ def recall(
         timings["rule"] = _ms(start)
 
         start = time.perf_counter()
-        terms = list(dict.fromkeys(query_terms(query) + query_terms(rewrite.text)))[:16]
+        terms = list(dict.fromkeys(query_terms(query) + query_terms(embedding.rewritten)))[:16]
         candidates, embed_ms = _candidate_stage(tenant, session, models, query_vectors, terms, as_of, k)
         timings["vector"] = _ms(start)
         timings["embed"] = embed_ms
@@ -342,6 +367,6 @@ def recall(
         hits=hits,
         needs_confirmation=needs_confirmation,
         timings_ms=timings,
-        rewritten_query=rewrite.text if rewrite.text != query else None,
+        rewritten_query=embedding.rewritten if embedding.rewritten != query else None,
         rule_keys=keys,
     )

@@ -81,3 +81,30 @@ def test_recall_api_shape(memapi, facts):
     assert first["memory"]["content"].startswith("用户订单号")
     assert isinstance(body["needs_confirmation"], bool)
     assert {"rule", "vector", "rerank", "total"} <= set(body["timings_ms"])
+
+
+def test_an_embedding_started_ahead_gives_the_same_recall(acme, acme_session, facts):
+    # given the query's embedding started before recall, as a chat turn starts it
+    from memory.recall import embed_query_soon
+
+    early = embed_query_soon(acme.tenant, "When does the customer want deliveries?")
+
+    # when recall gets it
+    result = recall(acme.tenant, acme_session, "When does the customer want deliveries?", k=3, embedding=early)
+
+    # then the vectors it searched with are that embedding's, and the answer is what recall alone finds
+    assert early.vectors.done()
+    assert _contents(result)[0] == "The customer prefers delivery on weekends after 10am"
+
+
+def test_an_embedding_of_another_query_is_not_used(acme, acme_session, facts):
+    # given an embedding started for a different question
+    from memory.recall import embed_query_soon
+
+    stale = embed_query_soon(acme.tenant, "When does the customer want deliveries?")
+
+    # when recall is asked about the laptop with it
+    result = recall(acme.tenant, acme_session, "which computer does she use", k=3, embedding=stale)
+
+    # then recall embedded its own query: the laptop comes first, not the delivery preference
+    assert "ThinkPad" in _contents(result)[0]
