@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 M = TypeVar("M", bound=Model)
@@ -99,18 +99,20 @@ def load_models(model: type[M], sql: str, params: Mapping[str, Any]) -> list[M]:
     """The rows of ``sql`` as ``model`` instances, as ``model.objects.raw(sql, params)`` gives them: columns
     named like the model's fields fill them (with the field's conversions), the fields not selected are
     deferred, and every other column becomes a plain attribute."""
-    with connection.cursor() as cursor:
+    wrapper = connections[DEFAULT_DB_ALIAS]  # the thread's own, looked up once rather than per row
+    with wrapper.cursor() as cursor:
         cursor.execute(sql, params)
         columns = tuple(c.name for c in cursor.description)
         rows: Sequence[tuple[Any, ...]] = cursor.fetchall()
-    field_at, names, converters, extras = _load_plan(model, columns, connection.vendor)
+    field_at, names, converters, extras = _load_plan(model, columns, wrapper.vendor)
+    alias, from_db = wrapper.alias, model.from_db
     loaded = []
     for row in rows:
         values = [row[i] for i in field_at]
         for position, found, col in converters:
             for convert in found:
-                values[position] = convert(values[position], col, connection)
-        instance = model.from_db(connection.alias, names, values)
+                values[position] = convert(values[position], col, wrapper)
+        instance = from_db(alias, names, values)
         for index, name in extras:
             setattr(instance, name, row[index])
         loaded.append(instance)
