@@ -199,6 +199,11 @@ def now_iso() -> str:
 
 
 def write_result(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` to ``bench/out/<name>.json``; a ``machine`` section gets the Python-speed figure
+    measured again now, at the end of the run (``python_loop_2m_ms_at_end``): the one at the start may
+    have shared the CPU with whatever ran just before."""
+    if isinstance(payload.get("machine"), dict):
+        payload["machine"]["python_loop_2m_ms_at_end"] = python_loop_ms()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUT_DIR / f"{name}.json"
     path.write_text(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
