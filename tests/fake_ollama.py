@@ -244,6 +244,7 @@ class _Stopping(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     server_version = "FakeOllama"
 
     @property
