@@ -441,6 +441,16 @@ def _fmt(value: Any) -> Any:
     return "—" if value is None else value
 
 
+_REPLY = ["好的，", "已为您", "查询，", "订单", "正在", "配送中。"]
+
+
+def _reply_deltas(n: int) -> list[str]:
+    """The fake's reply as ``n`` deltas: the six-piece reply of earlier runs, or that text cycled."""
+    if n < 1:
+        raise SystemExit("--reply-deltas must be at least 1")
+    return [_REPLY[i % len(_REPLY)] for i in range(n)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", default="10,100", help="comma-separated concurrent session counts")
@@ -461,6 +471,11 @@ def main() -> None:
         "--ws-deflate", action="store_true",
         help="WebSocket compression on (the image turns it off: WS_PER_MESSAGE_DEFLATE)",
     )  # fmt: skip
+    parser.add_argument(
+        "--reply-deltas", type=int, default=6,
+        help="deltas (stream chunks) per reply of the fake Ollama; Ollama sends one per token, so a real "
+        "reply of a hundred tokens is a hundred deltas, each parsed and relayed by memdesk",
+    )  # fmt: skip
     parser.add_argument("--no-seed-comparison", action="store_true")
     args = parser.parse_args()
     redis_url = args.redis_url or (DEFAULT_REDIS_URL if args.workers > 1 else None)
@@ -474,14 +489,14 @@ def main() -> None:
         "workers": args.workers, "db_pool": args.db_pool, "channel_layer": "redis" if redis_url else "in-memory",
         "ws_deflate": args.ws_deflate,
         "think_s": args.think_s, "think_dist": args.think_dist, "seed": args.seed, "turns": args.turns,
-        "duration_s": args.duration_s,
+        "duration_s": args.duration_s, "reply_deltas": args.reply_deltas,
         "command": " ".join(sys.argv),
     }  # fmt: skip
     results: dict[str, Any] = {
         "benchmark": "chat_load", "date": now_iso(), "machine": machine_info(), "config": config, "runs": [],
     }  # fmt: skip
     pacing = Pacing(args.think_s, args.think_dist)
-    with FakeOllama(default_reply=Reply(deltas=["好的，", "已为您", "查询，", "订单", "正在", "配送中。"])) as fake:
+    with FakeOllama(default_reply=Reply(deltas=_reply_deltas(args.reply_deltas))) as fake:
         server, base = start_server(
             fake.host,
             workers=args.workers,
