@@ -18,8 +18,8 @@ keeping its connections to Ollama open between replies), closed when the loop
 ends: a pool is bound to the loop it was made in, and memdesk calls from the
 server's loop and from ``async_to_sync`` loops (a new one per call outside the
 server) alike. A client per reply cost each turn a TCP connect and the
-client's construction, about a tenth of the turn's Python time under
-bench/chat_load.py. The pool has no connection limit (Ollama queues requests
+client's construction: a third of the Ollama client's share of a worker's
+time under bench/chat_load.py (10.6% → 7.1%). The pool has no connection limit (Ollama queues requests
 itself, ``OLLAMA_MAX_QUEUE``), so sharing it never makes a reply wait. Building
 a TLS context per client would cost ~30 ms of CPU (httpx loads the whole CA
 bundle), so every client shares one, made on first use (:func:`_ssl_context`).
@@ -297,26 +297,30 @@ class OllamaChat:
             stream=True,
             options={"num_ctx": num_ctx},
         )
+        ended_early = f"The stream from Ollama at {self.host} ended before the reply was complete"
+        too_long = f"Ollama at {self.host} did not finish its reply within {self.overall_timeout_s:g}s"
+        deadline: _Deadline | None = None
         try:
-            got_first = False
             while True:
-                # A deadline per step, never across a ``yield``: a timeout
-                # armed while the consumer runs would cancel the consumer.
                 try:
-                    async with asyncio.timeout_at(overall_deadline if got_first else first_deadline):
-                        part = await anext(parts)
+                    if deadline is None:
+                        async with asyncio.timeout_at(first_deadline):
+                            part = await anext(parts)
+                        # One timer for the rest of the reply, not one per token (each cost two timer
+                        # operations, ~4% of a worker's time on a 120-token reply); httpx's read timeout
+                        # still bounds each silence to ``timeout_s``.
+                        deadline = _Deadline(overall_deadline)
+                    else:
+                        part = await deadline.next_part(parts)
                 except StopAsyncIteration:
-                    raise LLMUnavailable(
-                        f"The stream from Ollama at {self.host} ended before the reply was complete"
-                    ) from None
+                    raise LLMUnavailable(ended_early) from None
                 except TimeoutError:
                     late = (
-                        f"finish its reply within {self.overall_timeout_s:g}s"
-                        if got_first
-                        else f"send a first token within {self.timeout_s:g}s"
+                        too_long
+                        if deadline is not None
+                        else f"Ollama at {self.host} did not send a first token within {self.timeout_s:g}s"
                     )
-                    raise LLMUnavailable(f"Ollama at {self.host} did not {late}") from None
-                got_first = True
+                    raise LLMUnavailable(late) from None
                 chunk = _to_chunk(part)
                 if chunk.done:
                     await _read_to_end(parts, overall_deadline)
@@ -329,6 +333,8 @@ class OllamaChat:
         except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
             raise self._translate(exc) from exc
         finally:
+            if deadline is not None:
+                deadline.cancel()
             # Runs on normal end, error, cancellation and aclose() alike:
             # closing the inner generator leaves the ollama client's
             # ``async with client.stream(...)``, which closes the response
@@ -346,6 +352,48 @@ class OllamaChat:
                 return str(response.json()["version"])
         except (httpx.HTTPError, ConnectionError, TimeoutError, ValueError, KeyError) as exc:
             raise LLMUnavailable(f"Ollama at {self.host} is unreachable: {type(exc).__name__}") from exc
+
+
+class _Deadline:
+    """A deadline for the rest of a stream, enforced only while the reading task waits for the stream
+    (``wait``), never while the consumer runs between chunks: a timeout armed across a ``yield`` would
+    cancel the consumer. One timer for the whole reply; like ``asyncio.timeout``, it cancels the waiting
+    task and turns that cancellation into ``TimeoutError``, and a cancellation from elsewhere (the client
+    went away) still propagates."""
+
+    def __init__(self, when: float) -> None:
+        self.task = asyncio.current_task()
+        assert self.task is not None
+        self.cancelling = self.task.cancelling()
+        self.waiting = self.expired = self.fired = False
+        self.handle = asyncio.get_running_loop().call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        if self.waiting:
+            self.fired = True
+            self.task.cancel()
+
+    async def next_part(self, parts: AsyncGenerator[ollama.ChatResponse, None]) -> ollama.ChatResponse:
+        """The stream's next part; TimeoutError once the deadline has passed."""
+        if self.expired:
+            raise TimeoutError
+        self.waiting = True
+        try:
+            result = await anext(parts)
+        except asyncio.CancelledError:
+            if self.fired and self.task.uncancel() <= self.cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            self.waiting = False
+        if self.fired:  # the wait ended on its own just as the deadline passed
+            self.task.uncancel()
+            raise TimeoutError
+        return result
+
+    def cancel(self) -> None:
+        self.handle.cancel()
 
 
 async def _read_to_end(parts: AsyncGenerator[ollama.ChatResponse, None], deadline: float) -> None:

@@ -361,3 +361,55 @@ def test_the_clients_of_an_event_loop_close_when_it_ends(fake_ollama: FakeOllama
         time.sleep(0.01)
     assert fake_ollama.connections_closed == fake_ollama.connections_opened == 1
     assert loop not in llm_module._loop_clients
+
+
+# --- the reply's overall deadline --------------------------------------------------
+
+
+async def test_a_consumer_slower_than_the_deadline_is_not_interrupted_and_the_next_part_fails(
+    fake_ollama: FakeOllama,
+) -> None:
+    # given a reply of three deltas and a consumer that dawdles past the whole reply's deadline (3 × 0.2 s)
+    fake_ollama.script(Reply(deltas=["一", "二", "三"]))
+    chat = OllamaChat(fake_ollama.host, "qwen2.5:7b", timeout_s=0.2)
+    got: list[str] = []
+    slept = 0.0
+
+    async def consume() -> None:
+        nonlocal slept
+        async with contextlib.aclosing(chat.stream(MESSAGES, num_ctx=4096)) as stream:
+            async for chunk in stream:
+                got.append(chunk.text)
+                started = time.monotonic()
+                await asyncio.sleep(0.8)  # the consumer's own work: the deadline must not cancel it
+                slept = time.monotonic() - started
+
+    # when
+    with pytest.raises(LLMUnavailable, match="did not finish its reply within 0.6s"):
+        await consume()
+
+    # then the consumer's sleep ran to its end, and the reply stopped at the next part
+    assert got == ["一"]
+    assert slept >= 0.8
+
+
+async def test_cancelling_the_reader_while_it_waits_is_a_cancellation_not_a_timeout(fake_ollama: FakeOllama) -> None:
+    # given a reply whose second token is slow, read by a task that gets cancelled (the client went away)
+    fake_ollama.script(Reply(deltas=["一", "二"], token_delay_s=1.0))
+    chat = OllamaChat(fake_ollama.host, "qwen2.5:7b", timeout_s=2.0)
+    first = asyncio.Event()
+
+    async def read() -> None:
+        async for _ in chat.stream(MESSAGES, num_ctx=4096):
+            first.set()
+
+    reader = asyncio.create_task(read())
+    await first.wait()
+
+    # when
+    reader.cancel()
+
+    # then it ends cancelled (no LLMUnavailable), and Ollama sees the client leave
+    with pytest.raises(asyncio.CancelledError):
+        await reader
+    assert await asyncio.to_thread(fake_ollama.wait_for_disconnect)
