@@ -111,12 +111,18 @@ TEMPLATES = [
 # Database: an external PostgreSQL with pgvector when DATABASE_URL is set,
 # otherwise the embedded PostgreSQL 16 + pgvector from the pgserver wheel,
 # started on first connection by the ``config.db`` backend.
+# Both use memdesk's backend (config/db/base.py): the stock one, plus a pool check without a round trip.
 if DATABASE_URL:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0, minimum=0))
-    _db["ENGINE"] = "django.db.backends.postgresql"
+    # dj-database-url turns health checks off unless asked: a pooled connection that PostgreSQL ended (a
+    # restart, a failover) would fail the request that drew it.
+    _db = dj_database_url.parse(
+        DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0, minimum=0), conn_health_checks=True
+    )
+    _db["ENGINE"] = "config.db"
 else:
     _db = {
         "ENGINE": "config.db",
+        "EMBEDDED": True,
         # Another database on the same embedded server (benchmarks, worker subprocesses in tests).
         "NAME": envstr("MEMDESK_DB_NAME", "memdesk"),
         "USER": "memdesk",

@@ -1,5 +1,6 @@
-"""The database settings a chat turn's speed rests on are in effect: a connection pool per process, and the hot
-statements prepared once per connection (config/settings.py, docs/operations.md)."""
+"""The database settings a chat turn's speed rests on are in effect: a connection pool per process (a checkout
+checked without a round trip), and the hot statements prepared once per connection (config/settings.py,
+config/db/base.py, docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,66 @@ def test_a_statement_run_twice_on_a_connection_is_prepared():
 def test_each_process_has_a_bounded_connection_pool():
     assert connection.pool is not None
     assert connection.pool.max_size == 10
+
+
+def _spy_full_check(monkeypatch) -> list[int]:
+    """Count the full checks (an empty query each) the pool makes."""
+    from psycopg_pool import ConnectionPool
+
+    calls: list[int] = []
+    full = ConnectionPool.check_connection
+
+    def counted(conn):
+        calls.append(conn.info.backend_pid)
+        return full(conn)
+
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(counted))
+    return calls
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_healthy_pooled_connection_is_handed_out_without_a_round_trip(monkeypatch):
+    # given the process's pool, with connections returned to it
+    pool = connection.pool
+    with pool.connection() as conn:
+        conn.execute("SELECT 1")
+    calls = _spy_full_check(monkeypatch)
+
+    # when one is taken again
+    with pool.connection() as conn:
+        answer = conn.execute("SELECT 42").fetchone()[0]
+
+    # then it works, and the pool asked the server nothing to check it
+    assert answer == 42
+    assert calls == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pooled_connection_the_server_ended_is_replaced(monkeypatch):
+    # given a pool of one connection, checked as memdesk's pools are, whose backend PostgreSQL has since
+    # terminated (a restart, an administrator)
+    import select
+    import time
+
+    from psycopg_pool import ConnectionPool
+
+    from config.db.base import check_pooled_connection
+
+    params = {**connection.get_connection_params(), "autocommit": True}
+    with ConnectionPool(kwargs=params, min_size=1, max_size=1, check=check_pooled_connection, open=True) as pool:
+        with pool.connection() as conn:
+            dead_pid = conn.info.backend_pid
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [dead_pid])
+        deadline = time.monotonic() + 5
+        while not select.select([conn.fileno()], [], [], 0.05)[0] and time.monotonic() < deadline:
+            pass  # until the server's goodbye reaches the idle socket
+        calls = _spy_full_check(monkeypatch)
+
+        # when a connection is taken from the pool
+        with pool.connection() as conn:
+            alive = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+
+    # then the caller got a new, working connection: the full check caught the dead one
+    assert alive != dead_pid
+    assert calls == [dead_pid]

@@ -93,3 +93,27 @@ def test_platform_is_not_a_python_package():
 
     assert not (ROOT / "platform" / "__init__.py").exists()
     assert hasattr(platform, "python_version")
+
+
+def test_an_external_database_gets_memdesks_backend_with_health_checks(tmp_path):
+    # given DATABASE_URL (dj-database-url turns health checks off unless asked)
+    environ = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL"}}
+    environ.update(
+        {
+            "DATABASE_URL": "postgres://u@127.0.0.1:5999/db",
+            "SECRET_KEY": "k" * 40,
+            "MEMDESK_DATA_DIR": str(tmp_path),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        }
+    )
+    code = (
+        "import django; django.setup(); from django.conf import settings; d = settings.DATABASES['default'];"
+        "print(d['ENGINE'], d['CONN_HEALTH_CHECKS'], d.get('EMBEDDED'), d['HOST'], d['PORT'])"
+    )
+
+    # when the settings load
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True)
+
+    # then the server is the URL's, never the embedded one, and a pooled connection PostgreSQL ended is checked
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["config.db", "True", "None", "127.0.0.1", "5999"]
