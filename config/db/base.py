@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db.backends.postgresql import base
+from psycopg_pool import ConnectionPool
 
 from config.embedded_pg import ensure_embedded
 
@@ -24,8 +25,6 @@ def check_pooled_connection(conn: psycopg.Connection) -> None:
     server only when something is wrong. An idle connection has nothing to read: when its socket is
     readable the server has spoken unprompted (a termination notice before it hung up, or the end of the
     stream), and the full check (an empty query) decides. A closed or broken connection fails at once."""
-    from psycopg_pool import ConnectionPool
-
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
     readable, _, _ = select.select([conn.fileno()], [], [], 0)
@@ -46,12 +45,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
         # Django hands psycopg_pool its own check (with CONN_HEALTH_CHECKS, memdesk's default) and offers no
         # setting for another; swap it once. Should psycopg_pool ever rename the attribute, Django's check
         # simply stays.
-        if pool is not None and getattr(pool, "_check", None) is _default_check():
+        if pool is not None and getattr(pool, "_check", None) is ConnectionPool.check_connection:
             pool._check = check_pooled_connection
         return pool
-
-
-def _default_check() -> Any:
-    from psycopg_pool import ConnectionPool
-
-    return ConnectionPool.check_connection
