@@ -169,6 +169,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 #: Longer than channels_redis's 5 s blocking read (see CHANNEL_LAYERS).
 REDIS_SOCKET_TIMEOUT_S = 30
 if REDIS_URL:
+    from config.redis import channel_layer_host
+
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -176,7 +178,10 @@ if REDIS_URL:
             # long as channels_redis blocks in BZPOPMIN waiting for a message, so
             # every WebSocket idle for 5 s lost its consumer (TimeoutError).
             # Reads must outlast the block (bench/chat_load.py found it).
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S}]},
+            # connection_class: writes that pass a cancellation on (config/redis.py:
+            # Python 3.11's wait_for swallowed one now and then, and the consumer of
+            # a closed WebSocket then waited forever for its receive to end).
+            "CONFIG": {"hosts": [channel_layer_host(REDIS_URL, socket_timeout=REDIS_SOCKET_TIMEOUT_S)]},
         }
     }
 else:
