@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy
 from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
 from sumy.summarizers.lex_rank import LexRankSummarizer
 from sumy.utils import get_stop_words
@@ -87,9 +88,11 @@ class _WeightedLexRank(LexRankSummarizer):
         tf_metrics = self._compute_tf(sentences_words)
         idf_metrics = self._compute_idf(sentences_words)
         matrix = self._create_matrix(sentences_words, self.threshold, tf_metrics, idf_metrics)
-        scores = [float(x) for x in self.power_method(matrix, self.epsilon)]
         # With one or two sentences every idf is ≤ 0 and the similarity graph can be empty: the power method
-        # then divides by zero. No centrality to measure means every sentence is equally central.
+        # then divides by zero (silenced: numpy warned into the server's log on every short conversation).
+        # No centrality to measure means every sentence is equally central.
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            scores = [float(x) for x in self.power_method(matrix, self.epsilon)]
         if not all(math.isfinite(x) for x in scores) or not any(scores):
             return [1.0] * len(scores)
         return scores

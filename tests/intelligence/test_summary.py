@@ -159,3 +159,16 @@ def test_tokenizer_needs_no_nltk_data() -> None:
     )
     assert tokenizer.to_words("订单创建失败") == ("订单", "创建", "失败")
     assert tokenizer.to_words("Order A-1029 isn't here") == ("Order", "A-1029", "isn't", "here")
+
+
+def test_a_two_sentence_conversation_is_summarised_without_numpy_warnings() -> None:
+    # given: a first exchange, where every idf is ≤ 0 and LexRank's power method divides by zero
+    import warnings
+
+    turns = [("user", "我的订单 SO-123 没到。"), ("assistant", "请问您的手机号？")]
+    # when: summarised with warnings as errors (numpy's went to the server's log on every short conversation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = summarize(turns)
+    # then: both sentences, and nothing logged
+    assert summary == SUMMARY_PREFIX + "用户：我的订单 SO-123 没到。客服：您的手机号？"
