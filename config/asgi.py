@@ -10,7 +10,10 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
-from config import warmup  # noqa: E402
+from config import logs, warmup  # noqa: E402
+
+# Session tokens travel in the WebSocket's query string; uvicorn logs that string.
+logs.install()
 
 # Models and dictionaries load on a background thread now, not on the worker's first chat turn.
 warmup.start()
