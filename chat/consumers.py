@@ -214,12 +214,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _run(self, text: str, client_msg_id: str | None) -> None:
         # A tab alone in its session (the usual case) relays nothing: one
         # look at the group per turn instead of a group message per frame.
-        # A tab that connects during the turn sees it in its history.
-        members = await group_size(self.channel_layer, self.group)
-        async with self.relay:
-            self.other_tabs = members is None or members > 1
+        # A tab that connects during the turn sees it in its history. The
+        # look runs while the message is stored; the turn's first frame waits
+        # for it.
+        members = asyncio.ensure_future(group_size(self.channel_layer, self.group))
 
         async def on_ack(message_id: str) -> None:
+            count = await members
+            async with self.relay:
+                self.other_tabs = count is None or count > 1
             await self.broadcast({"type": "ack", "client_msg_id": client_msg_id, "message_id": message_id})
 
         async def on_delta(reply_id: str, piece: str) -> None:
@@ -259,6 +262,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             }
             await self.broadcast(done, last=True)
         finally:
+            if not members.done():  # the turn ended before its ack (refused, or the socket went away)
+                members.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # only the ack uses the count
+                await members
             # Cancelled (the socket went away) or a frame failed to send; a
             # turn already replaced by the next one leaves the flag to it.
             if self.turn is asyncio.current_task():
