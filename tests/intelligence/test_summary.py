@@ -172,3 +172,25 @@ def test_a_two_sentence_conversation_is_summarised_without_numpy_warnings() -> N
         summary = summarize(turns)
     # then: both sentences, and nothing logged
     assert summary == SUMMARY_PREFIX + "用户：我的订单 SO-123 没到。客服：您的手机号？"
+
+
+def test_the_similarity_graph_equals_sumys_own() -> None:
+    # given: random windows of up to 20 sentences over a small vocabulary (many shared words, empty sentences)
+    import random
+
+    from sumy.summarizers.lex_rank import LexRankSummarizer
+
+    from chat.summary import _summarizer
+
+    lexrank = _summarizer()
+    rng = random.Random(7)
+    vocabulary = [f"词{i}" for i in range(30)]
+    for _ in range(300):
+        sentences = [[rng.choice(vocabulary) for _ in range(rng.randint(0, 8))] for _ in range(rng.randint(1, 20))]
+        tf, idf = lexrank._compute_tf(sentences), lexrank._compute_idf(sentences)
+        # when: the graph is built by memdesk's matrix product and by sumy's pairwise loop
+        ours = lexrank._create_matrix(sentences, lexrank.threshold, tf, idf)
+        theirs = LexRankSummarizer._create_matrix(lexrank, sentences, lexrank.threshold, tf, idf)
+        # then: the same edges and weights
+        assert ours.shape == theirs.shape
+        assert abs(ours - theirs).max() < 1e-12
