@@ -28,9 +28,12 @@ psycopg connection pool (``--db-pool``, default the product's); with more than o
 layer is Redis at ``--redis-url``; WebSocket compression off, as the image
 runs it, unless ``--ws-deflate``) on its own benchmark database; clients are
 asyncio WebSocket clients in this process; the fake Ollama is a real HTTP
-server in this process. Server CPU per turn is the CPU time of the uvicorn
-processes and of the PostgreSQL backends connected to the benchmark database
-during the run, divided by its turns.
+server in a process of its own, as Ollama is (``bench/fake_process.py``;
+``--fake-in-process`` runs it in this process, as runs before the fifth session
+did: its threads then shared a GIL with the clients that time the turns).
+Server CPU per turn is the CPU time of the uvicorn processes and of the
+PostgreSQL backends connected to the benchmark database during the run,
+divided by its turns.
 """
 
 from __future__ import annotations
@@ -168,6 +171,12 @@ def _children(pid: int) -> list[int]:
             if stat is not None and stat[0] == pid:
                 kids.append(int(entry.name))
     return kids
+
+
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds so far of one process (0 once it is gone)."""
+    stat = _proc_stat(pid)
+    return stat[1] if stat is not None else 0.0
 
 
 def server_cpu_s(server_pid: int) -> tuple[float, float]:
@@ -319,10 +328,18 @@ async def one_session(
     await arrive()
 
 
-def leaks(fake: Any) -> int:
+def clear_requests(fake: Any) -> None:
+    """Forget the requests the fake recorded (in-process fake or FakeOllamaProcess)."""
+    if hasattr(fake, "clear_requests"):
+        fake.clear_requests()
+    else:
+        fake.requests.clear()
+
+
+def leaks(chat_requests: list[dict[str, Any]]) -> int:
     """Prompts that mention another session's order code."""
     count = 0
-    for body in fake.chat_requests:
+    for body in chat_requests:
         text = " ".join(m.get("content", "") for m in body.get("messages", []))
         if len(set(re.findall(r"CODE\d{4}X", text))) > 1:
             count += 1
@@ -331,7 +348,7 @@ def leaks(fake: Any) -> int:
 
 async def load(
     base: str, key: str, sessions: int, turns: int, *, pacing: Pacing | None = None, seed: int = 0,
-    server_pid: int | None = None, duration_s: float = 60.0,
+    server_pid: int | None = None, duration_s: float = 60.0, fake_pid: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One run. Closed: ``turns`` back-to-back turns per session, timed from
     the first message to the last reply (CPU includes opening the sessions).
@@ -348,7 +365,8 @@ async def load(
     if ready is not None:
         await ready.wait()  # every session connected
     load_before = os.getloadavg()[0]
-    client_cpu_before = time.process_time()  # this process: the clients and the fake Ollama
+    client_cpu_before = time.process_time()  # this process: the clients (and the fake Ollama when in-process)
+    fake_cpu_before = _process_cpu_s(fake_pid) if fake_pid else 0.0
     cpu_before = server_cpu_s(server_pid) if server_pid else (0.0, 0.0)
     started = time.perf_counter()
     if clock is not None:
@@ -358,6 +376,7 @@ async def load(
     elapsed = time.perf_counter() - started
     cpu_after = server_cpu_s(server_pid) if server_pid else None
     client_cpu = time.process_time() - client_cpu_before
+    fake_cpu = _process_cpu_s(fake_pid) - fake_cpu_before if fake_pid else None
     python_cpu = cpu_after[0] - cpu_before[0] if cpu_after else None
     postgres_cpu = cpu_after[1] - cpu_before[1] if cpu_after else None
     cpu = python_cpu + postgres_cpu if cpu_after else None
@@ -376,6 +395,7 @@ async def load(
         "elapsed_s": round(elapsed, 1),
         "server_cpu_ms_per_turn": round(cpu * 1000 / done, 1) if cpu is not None and done else None,
         "client_cpu_ms_per_turn": round(client_cpu * 1000 / done, 1) if done else None,
+        "fake_ollama_cpu_ms_per_turn": round(fake_cpu * 1000 / done, 1) if fake_cpu is not None and done else None,
         "server_python_cpu_ms_per_turn": round(python_cpu * 1000 / done, 1)
         if python_cpu is not None and done
         else None,
@@ -477,10 +497,16 @@ def main() -> None:
         "reply of a hundred tokens is a hundred deltas, each parsed and relayed by memdesk",
     )  # fmt: skip
     parser.add_argument("--no-seed-comparison", action="store_true")
+    parser.add_argument(
+        "--fake-in-process", action="store_true",
+        help="run the fake Ollama in this process, as runs before 2026-11-30's fifth session did (its threads "
+        "then share a GIL with the clients that time the turns); default: a process of its own, as Ollama is",
+    )  # fmt: skip
     args = parser.parse_args()
     redis_url = args.redis_url or (DEFAULT_REDIS_URL if args.workers > 1 else None)
 
     setup_django(DB, fresh=True)
+    from bench.fake_process import FakeOllamaProcess
     from tests.fake_ollama import FakeOllama, Reply
 
     modes = ["paced", "closed"] if args.mode == "both" else [args.mode]
@@ -490,13 +516,18 @@ def main() -> None:
         "ws_deflate": args.ws_deflate,
         "think_s": args.think_s, "think_dist": args.think_dist, "seed": args.seed, "turns": args.turns,
         "duration_s": args.duration_s, "reply_deltas": args.reply_deltas,
+        "fake_ollama": "in-process" if args.fake_in_process else "own process",
         "command": " ".join(sys.argv),
     }  # fmt: skip
     results: dict[str, Any] = {
         "benchmark": "chat_load", "date": now_iso(), "machine": machine_info(), "config": config, "runs": [],
     }  # fmt: skip
     pacing = Pacing(args.think_s, args.think_dist)
-    with FakeOllama(default_reply=Reply(deltas=_reply_deltas(args.reply_deltas))) as fake:
+    deltas = _reply_deltas(args.reply_deltas)
+    fake_ollama = (
+        FakeOllama(default_reply=Reply(deltas=deltas)) if args.fake_in_process else FakeOllamaProcess(deltas=deltas)
+    )
+    with fake_ollama as fake:
         server, base = start_server(
             fake.host,
             workers=args.workers,
@@ -509,14 +540,17 @@ def main() -> None:
             asyncio.run(load(base, make_tenant(), 8 * args.workers, 3))
             for mode in modes:
                 for sessions in counts:
-                    fake.requests.clear()
+                    clear_requests(fake)
                     what = f"{args.duration_s:g} s" if mode == "paced" else f"{args.turns} turns each"
                     log(f"{mode}: {sessions} concurrent sessions, {what} …")
                     run = asyncio.run(
                         load(base, make_tenant(), sessions, args.turns, pacing=pacing if mode == "paced" else None,
-                             seed=args.seed, server_pid=server.pid, duration_s=args.duration_s)
+                             seed=args.seed, server_pid=server.pid, duration_s=args.duration_s,
+                             fake_pid=getattr(fake, "pid", None))
                     )  # fmt: skip
-                    run["cross_session_leaks"] = leaks(fake)
+                    prompts = fake.chat_requests
+                    run["cross_session_leaks"] = leaks(prompts)
+                    run["prompts_checked_for_leaks"] = len(prompts)
                     run["workers"] = args.workers
                     results["runs"].append(run)
                     log(f"  turn p95 {run['turn_ms'].get('p95')} ms (first turns p50/p95 "
@@ -527,7 +561,7 @@ def main() -> None:
                         f"{run['client_cpu_ms_per_turn']} ms/turn, "
                         f"{run['errors']} errors, load {run['loadavg_after']}")  # fmt: skip
             if not args.no_seed_comparison:
-                fake.requests.clear()
+                clear_requests(fake)
                 results["seed_comparison"] = seed_comparison(base, make_tenant(), fake)
         finally:
             stop_server(server)
