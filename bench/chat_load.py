@@ -245,6 +245,8 @@ class Stats:
     ack_ms: list[float]
     ack_to_first_delta_ms: list[float]
     errors: list[dict[str, Any]]
+    #: (sent at, turn ms, the session's turn number, turns in flight at its end, itself included) per turn
+    timeline: list[tuple[float, float, int, int]] = field(default_factory=list)
     first_sent: float = float("inf")
     last_done: float = 0.0
     running: set[int] = field(default_factory=set)  # turns in flight
@@ -312,6 +314,7 @@ async def one_session(
                         first_delta = now
                     elif frame["type"] == "done":
                         stats.turn_ms.append((now - sent) * 1000)
+                        stats.timeline.append((sent, (now - sent) * 1000, turn, len(stats.running)))
                         (stats.first_turn_ms if turn == 0 else stats.later_turn_ms).append((now - sent) * 1000)
                         if turn_id not in stats.overlapped:
                             stats.alone_turn_ms.append((now - sent) * 1000)
@@ -412,6 +415,11 @@ async def load(
         "alone_turn_ms": summarise(stats.alone_turn_ms),
         "ack_ms": summarise(stats.ack_ms),
         "ack_to_first_delta_ms": summarise(stats.ack_to_first_delta_ms),
+        # The slowest turns, to line them up with what else happened then (seconds from the start).
+        "slowest_turns": [
+            {"at_s": round(at - started, 2), "ms": round(ms, 1), "turn": turn, "in_flight": in_flight}
+            for at, ms, turn, in_flight in sorted(stats.timeline, key=lambda t: -t[1])[:20]
+        ],
     }
 
 
