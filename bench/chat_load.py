@@ -331,6 +331,16 @@ async def one_session(
     await arrive()
 
 
+def _by_window(
+    timeline: list[tuple[float, float, int, int]], started: float, width_s: int
+) -> list[tuple[int, list[float]]]:
+    """The turns' times grouped by when they were sent: (window start in s, turn ms)."""
+    windows: dict[int, list[float]] = {}
+    for at, ms, _turn, _in_flight in timeline:
+        windows.setdefault(max(0, int((at - started) // width_s) * width_s), []).append(ms)
+    return sorted(windows.items())
+
+
 def clear_requests(fake: Any) -> None:
     """Forget the requests the fake recorded (in-process fake or FakeOllamaProcess)."""
     if hasattr(fake, "clear_requests"):
@@ -415,6 +425,11 @@ async def load(
         "alone_turn_ms": summarise(stats.alone_turn_ms),
         "ack_ms": summarise(stats.ack_ms),
         "ack_to_first_delta_ms": summarise(stats.ack_to_first_delta_ms),
+        # p50/p95 of the turns sent in each 30 s of the run: a transient (a slow start, a stall) shows here.
+        "turn_ms_by_30s": [
+            {"from_s": lo, **{k: v for k, v in summarise(ms).items() if k in ("n", "p50", "p95")}}
+            for lo, ms in _by_window(stats.timeline, started, 30)
+        ],
         # The slowest turns, to line them up with what else happened then (seconds from the start).
         "slowest_turns": [
             {"at_s": round(at - started, 2), "ms": round(ms, 1), "turn": turn, "in_flight": in_flight}
@@ -546,6 +561,12 @@ def main() -> None:
         try:
             # Warm up every worker: model loads, jieba dictionaries, pooled connections.
             asyncio.run(load(base, make_tenant(), 8 * args.workers, 3))
+            # The database is new for every run: give the planner the statistics a running deployment's
+            # tables have (autovacuum would only get to them a minute or more into the run).
+            from django.db import connection
+
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
             for mode in modes:
                 for sessions in counts:
                     clear_requests(fake)
