@@ -65,6 +65,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.pending: list[dict[str, Any]] = []  # deltas not yet relayed to the other tabs
         self.relay_timer: asyncio.Task | None = None
         self.other_tabs = True  # whether this turn's frames go to the group too
+        self.finishing: set[asyncio.Task] = set()  # turns past their done frame, doing upkeep
         reject = self.scope.get("memdesk_reject")
         if reject is not None:
             await self.accept()
@@ -100,6 +101,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             metrics.WEBSOCKETS.dec()
+        for task in list(self.finishing):  # their replies are stored and sent: let their upkeep end
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         if self.turn is not None and not self.turn.done():
             self.turn.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):  # the socket is gone either way
@@ -228,10 +232,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
         async def on_delta(reply_id: str, piece: str) -> None:
             await self.broadcast({"type": "delta", "reply_id": reply_id, "text": piece})
 
+        async def on_done(result: services.TurnResult) -> None:
+            done = {
+                "type": "done",
+                "reply_id": result.reply_id,
+                "text": result.reply,
+                "recalled": result.recalled,
+                "needs_confirmation": result.needs_confirmation,
+                "usage": result.usage,
+            }
+            # From here on the turn only does upkeep (the tenant's health check): a disconnect lets it end.
+            self.finishing.add(asyncio.current_task())
+            await self.broadcast(done, last=True)
+
         try:
             try:
-                result = await services.run_turn(
-                    self.tenant, self.session, text, client_msg_id, on_ack=on_ack, on_delta=on_delta
+                await services.run_turn(
+                    self.tenant, self.session, text, client_msg_id, on_ack=on_ack, on_delta=on_delta, on_done=on_done
                 )
             except services.RateLimited as exc:
                 await self.final_error("rate_limited", exc.message, retryable=True)
@@ -252,16 +269,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     "internal_error", "Something went wrong on our side; please retry.", retryable=True
                 )
                 return
-            done = {
-                "type": "done",
-                "reply_id": result.reply_id,
-                "text": result.reply,
-                "recalled": result.recalled,
-                "needs_confirmation": result.needs_confirmation,
-                "usage": result.usage,
-            }
-            await self.broadcast(done, last=True)
         finally:
+            self.finishing.discard(asyncio.current_task())
             if not members.done():  # the turn ended before its ack (refused, or the socket went away)
                 members.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):  # only the ack uses the count

@@ -67,6 +67,7 @@ ANCHOR_KEYS = ("name", "phone", "email", "order_id", "address", "current_topic")
 
 Delta = Callable[[str, str], Awaitable[None]]  # (reply_id, text)
 Ack = Callable[[str], Awaitable[None]]  # (message_id)
+Done = Callable[["TurnResult"], Awaitable[None]]
 
 
 class InvalidMessage(ApiError):
@@ -518,9 +519,6 @@ def finish_turn(
         memory_services.apply_feedback(tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}")
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply, previous_text=message.text)
-    from memory.health import check_after_turn
-
-    check_after_turn(tenant)
     return reply
 
 
@@ -576,10 +574,16 @@ async def run_turn(
     llm: OllamaChat | None = None,
     on_ack: Ack | None = None,
     on_delta: Delta | None = None,
+    on_done: Done | None = None,
 ) -> TurnResult:
     """Run one turn. Raises ``InvalidMessage``, ``RateLimited``,
     ``TurnFailed`` (model down; the message is stored) or
     ``prompt.ContextOverflow``; a cancelled turn stores the partial reply.
+
+    ``on_done`` gets the result once the reply is stored; the turn then runs
+    the tenant's periodic health check (``memory.health``, at most once a
+    minute per process) before it returns, so a WebSocket's ``done`` frame
+    never waits for it.
 
     When the tenant has tools, the model is offered them; each round of tool
     calls it makes is run (:func:`run_tool_call`) and the model is called
@@ -593,6 +597,8 @@ async def run_turn(
         result = replay(tenant, message, stored_reply)
         if on_delta is not None:
             await on_delta(result.reply_id, result.reply)
+        if on_done is not None:
+            await on_done(result)
         return result
 
     llm = llm or get_llm()
@@ -664,7 +670,7 @@ async def run_turn(
     metrics.OLLAMA_LATENCY.observe(time.perf_counter() - started)
     reply_text = "".join(pieces)
     await unit_of_work(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
-    return TurnResult(
+    result = TurnResult(
         message_id=str(message.pk),
         reply_id=reply_id,
         reply=reply_text,
@@ -673,6 +679,16 @@ async def run_turn(
         usage=usage,
         trimmed=prepared.prompt.trimmed,
     )
+    if on_done is not None:
+        await on_done(result)
+    from memory.health import check_after_turn, check_due
+
+    if check_due(tenant):
+        try:
+            await unit_of_work(check_after_turn)(tenant)
+        except Exception:  # the turn itself succeeded and its reply is out
+            logger.exception("memory health check after a turn of tenant %s failed", tenant.slug)
+    return result
 
 
 def list_messages(

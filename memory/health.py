@@ -148,15 +148,22 @@ _last_check: dict[Any, float] = {}
 CHECK_EVERY_S = 60.0
 
 
-def check_after_turn(tenant: Tenant) -> None:
-    """Called after each turn: at most once a minute per process and tenant,
-    compute the tenant's health and let a low freshness trigger cleanup."""
+def check_due(tenant: Tenant) -> bool:
+    """True at most once a minute per process and tenant (and records it): whether a turn's caller should
+    run :func:`check_after_turn` now. Cheap, so the async turn asks it before handing work to a thread."""
     import time
 
     last = _last_check.get(tenant.pk, 0.0)
     if time.monotonic() - last < CHECK_EVERY_S:
-        return
+        return False
     _last_check[tenant.pk] = time.monotonic()
+    return True
+
+
+def check_after_turn(tenant: Tenant) -> None:
+    """Compute the tenant's health and let a low freshness trigger cleanup. The chat runtime calls it after
+    a turn for which :func:`check_due` said so, once the reply has gone out: it reads every reply of the
+    window (a busy tenant's day of them) and must not hold up a customer's turn."""
     maybe_cleanup(tenant, tenant_health(tenant))
 
 

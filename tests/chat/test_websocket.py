@@ -194,3 +194,32 @@ async def test_two_tabs_of_one_session_both_see_the_reply(acme, opened, fake_oll
     assert done1["text"] == "同步回复"
     await tab1.disconnect()
     await tab2.disconnect()
+
+
+async def test_done_does_not_wait_for_the_tenants_health_check(acme, opened, fake_ollama, monkeypatch):
+    # given: the tenant's periodic health check is due and slow (a busy tenant's day of replies to read)
+    import threading
+    import time
+
+    from memory import health
+
+    started, finished = threading.Event(), threading.Event()
+
+    def slow_health_check(tenant):
+        started.set()
+        time.sleep(1.0)
+        finished.set()
+
+    monkeypatch.setattr(health, "check_after_turn", slow_health_check)
+    monkeypatch.setattr(health, "_last_check", {})
+    fake_ollama.script("您好！")
+    communicator = await _connect(_url(opened["session_id"], opened["token"]))
+    # when: a message is answered
+    await communicator.send_json_to({"type": "message", "text": "你好", "client_msg_id": "h1"})
+    frames = await _frames_until_done(communicator)
+    # then: done comes before the check ends; the check still runs to its end, even when the socket closes
+    assert frames[-1]["type"] == "done"
+    assert not finished.is_set()
+    await communicator.disconnect()
+    assert started.is_set()
+    assert finished.is_set()
