@@ -5,6 +5,7 @@
 - With the connection pool on, a connection taken from the pool is checked without a round trip
   (:func:`check_pooled_connection`). Django's check sends an empty query on every checkout: three round
   trips a chat turn (one per unit of work), ~0.5 ms each on the benchmark machine (bench/RESULTS.md).
+- The pool hands out its most recently returned connection first (:class:`LifoConnectionPool`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import psycopg
 from django.conf import settings
 from django.db.backends.postgresql import base
 from psycopg_pool import ConnectionPool
+from psycopg_pool.errors import PoolTimeout, TooManyRequests
 
 from config.embedded_pg import ensure_embedded
 
@@ -30,6 +32,32 @@ def check_pooled_connection(conn: psycopg.Connection) -> None:
     readable, _, _ = select.select([conn.fileno()], [], [], 0)
     if readable:
         ConnectionPool.check_connection(conn)
+
+
+class LifoConnectionPool(ConnectionPool):
+    """psycopg_pool's pool, but a checkout takes the most recently returned connection, not the oldest.
+
+    A new PostgreSQL backend is cold: it loads the catalog entries of every table it touches and plans
+    every statement twice (its first run, and the second, when psycopg prepares it) — recall's candidate
+    query alone takes 1.4 ms to plan. Taking connections in turn (psycopg_pool's order) kept every one of a
+    worker's connections in play, so each had to warm up to every statement of a chat turn: after a start
+    or a deploy, turns ran slow for minutes (bench/chat_load.py's p95 by 30 s windows). Most recent first,
+    a worker at its usual concurrency reuses the same warm one or two, the others stay idle, and the pool
+    still closes the least recently used when it shrinks. Only the checkout order differs from
+    psycopg_pool 3.3's ``_get_ready_connection`` (pinned in requirements.txt; tests/ops check the order)."""
+
+    def _get_ready_connection(self, timeout: float | None) -> Any:
+        if timeout is not None and timeout <= 0.0:
+            raise PoolTimeout()
+        conn = None
+        if self._pool:
+            conn = self._pool.pop()  # psycopg_pool: popleft()
+            if len(self._pool) < self._nconns_min:
+                self._nconns_min = len(self._pool)
+        elif self.max_waiting and len(self._waiting) >= self.max_waiting:
+            self._stats[self._REQUESTS_ERRORS] += 1
+            raise TooManyRequests(f"the pool {self.name!r} has already {len(self._waiting)} requests waiting")
+        return conn
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -47,4 +75,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         # simply stays.
         if pool is not None and getattr(pool, "_check", None) is ConnectionPool.check_connection:
             pool._check = check_pooled_connection
+        # Django builds a plain ConnectionPool; the subclass adds no state, only the checkout order.
+        if type(pool) is ConnectionPool:
+            pool.__class__ = LifoConnectionPool
         return pool

@@ -90,3 +90,27 @@ def test_a_pooled_connection_the_server_ended_is_replaced(monkeypatch):
     # then the caller got a new, working connection: the full check caught the dead one
     assert alive != dead_pid
     assert calls == [dead_pid]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_pool_hands_out_the_warmest_connection_and_shrinks_the_coldest():
+    # given: the process's pool is memdesk's, and a pool of three connections all returned after a burst
+    from config.db.base import LifoConnectionPool, check_pooled_connection
+
+    assert type(connection.pool) is LifoConnectionPool
+    params = {**connection.get_connection_params(), "autocommit": True}
+    with LifoConnectionPool(kwargs=params, min_size=3, max_size=3, check=check_pooled_connection, open=True) as pool:
+        pool.wait(timeout=10)
+        burst = [pool.getconn() for _ in range(3)]
+        pids = [conn.info.backend_pid for conn in burst]
+        for conn in burst:  # returned in this order: the last one is the most recently used
+            pool.putconn(conn)
+        # when: work comes one unit at a time, as at a worker's usual concurrency
+        seen = []
+        for _ in range(4):
+            with pool.connection() as conn:
+                seen.append(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        # then: it all ran on the most recently returned (warm) backend; the least recent is the one a
+        # shrinking pool closes first
+        assert seen == [pids[-1]] * 4
+        assert pool._pool[0].info.backend_pid == pids[0]
