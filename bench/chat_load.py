@@ -566,7 +566,8 @@ def main() -> None:
             from django.db import connection
 
             with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+                for name in connection.introspection.table_names(cursor):  # memdesk's, not the shared catalogs
+                    cursor.execute(f'ANALYZE "{name}"')
             for mode in modes:
                 for sessions in counts:
                     clear_requests(fake)
