@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 
 import pytest
 
 from tests.conftest import open_session
+from tests.live_server import uvicorn_in_thread
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -19,32 +17,12 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def asgi_server(settings):
     """memdesk's ASGI app under uvicorn in a thread (HTTP and WebSocket)."""
-    import uvicorn
-
-    from config.asgi import application
-
-    port = _free_port()
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    config = uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with uvicorn_in_thread(log_level="warning") as address:
+        yield f"http://{address}"
 
 
 def test_chinese_message_gets_a_streamed_reply_on_the_chat_page(acme, fake_ollama, asgi_server):

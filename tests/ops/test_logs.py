@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 import time
 
 import pytest
 
 from tests.conftest import open_session
+from tests.live_server import uvicorn_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Collect(logging.Handler):
@@ -32,10 +25,6 @@ class _Collect(logging.Handler):
 @pytest.fixture
 def logged_server(settings):
     """memdesk under uvicorn in a thread, with uvicorn's connection and access logs at INFO, collected."""
-    import uvicorn
-
-    from config.asgi import application
-
     collect = _Collect()
     loggers = [logging.getLogger(name) for name in ("uvicorn.error", "uvicorn.access")]
     levels = [logger.level for logger in loggers]
@@ -43,22 +32,13 @@ def logged_server(settings):
         logger.addHandler(collect)
         logger.setLevel(logging.INFO)
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off", log_config=None, access_log=True)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"127.0.0.1:{port}", collect
-    server.should_exit = True
-    thread.join(timeout=10)
-    for logger, level in zip(loggers, levels, strict=True):
-        logger.removeHandler(collect)
-        logger.setLevel(level)
+    try:
+        with uvicorn_in_thread(log_config=None, access_log=True) as address:
+            yield address, collect
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(collect)
+            logger.setLevel(level)
 
 
 def test_the_session_token_is_redacted_from_connection_and_access_logs(acme, logged_server):
