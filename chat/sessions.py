@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chat.access import require_session_id
-from chat.models import ChatSession, Message
+from chat.models import ChatSession, ExecutionContext, Message
 from chat.session_tokens import issue_token
 from tenants.models import EndUser, Tenant
 
@@ -43,6 +43,9 @@ def do_open_session(tenant: Tenant, end_user_external_id: str, metadata: dict[st
     session = ChatSession.objects.create(
         tenant=tenant, end_user=end_user, metadata=metadata, created_at=now, last_activity_at=now, expires_at=expires_at
     )
+    # Created here rather than on the first turn (``chat.services.execution_context`` still creates it for
+    # sessions opened before this was so): four statements less in a customer's first reply.
+    ExecutionContext.objects.create(tenant=tenant, session=session)
     return OpenedSession(session=session, token=issue_token(tenant.pk, session.pk), expires_at=expires_at)
 
 

@@ -189,3 +189,16 @@ def test_other_tenant_cannot_post_into_the_session(globex, sid, fake_ollama):
     response = _send(globex, sid, "hello")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "session_not_found"
+
+
+def test_a_new_session_has_its_empty_execution_context_before_its_first_turn(acme):
+    # given / when: a session is opened and nothing is said yet
+    from chat.models import ExecutionContext
+
+    opened = open_session(acme, "context-before-turn")
+    # then: its execution context already exists, empty, in its tenant only (the first turn writes none)
+    with tenant_scope(acme.tenant):
+        assert ExecutionContext.objects.for_tenant(acme.tenant).filter(session_id=opened["session_id"]).exists()
+    context = acme.client.get(f"/api/v1/sessions/{opened['session_id']}/context")
+    assert context.status_code == 200
+    assert not any(context.json().values())
