@@ -223,3 +223,31 @@ async def test_done_does_not_wait_for_the_tenants_health_check(acme, opened, fak
     await communicator.disconnect()
     assert started.is_set()
     assert finished.is_set()
+
+
+async def test_a_channel_layer_failure_before_the_ack_ends_the_turn_with_a_retryable_error(
+    acme, opened, fake_ollama, monkeypatch
+):
+    # given: the look at the session's other tabs fails (Redis unreachable, say)
+    from chat import consumers
+
+    async def unreachable(layer, group):
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(consumers, "group_size", unreachable)
+    communicator = await _connect(_url(opened["session_id"], opened["token"]))
+    # when: a message is sent
+    await communicator.send_json_to({"type": "message", "text": "你好", "client_msg_id": "r1"})
+    frames = await _frames_until_done(communicator)
+    # then: the client hears of it (retryable) instead of waiting forever, and the message is stored for the retry
+    assert frames[-1]["type"] == "error"
+    assert frames[-1]["code"] == "internal_error"
+    assert frames[-1]["retryable"] is True
+
+    def stored() -> int:
+        with tenant_scope(acme.tenant):
+            messages = Message.objects.for_tenant(acme.tenant)
+            return messages.filter(session_id=opened["session_id"], client_msg_id="r1").count()
+
+    assert await sync_to_async(stored)() == 1
+    await communicator.disconnect()
