@@ -111,7 +111,8 @@ TEMPLATES = [
 # Database: an external PostgreSQL with pgvector when DATABASE_URL is set,
 # otherwise the embedded PostgreSQL 16 + pgvector from the pgserver wheel,
 # started on first connection by the ``config.db`` backend.
-# Both use memdesk's backend (config/db/base.py): the stock one, plus a pool check without a round trip.
+# Both use memdesk's backend (config/db/base.py): the stock one, plus a pool check without a round trip
+# and a pool that hands out its most recently returned (warmest) connection first.
 if DATABASE_URL:
     # dj-database-url turns health checks off unless asked: a pooled connection that PostgreSQL ended (a
     # restart, a failover) would fail the request that drew it.

@@ -1,4 +1,4 @@
-"""memdesk's PostgreSQL backend: the stock one, plus two things.
+"""memdesk's PostgreSQL backend: the stock one, plus three things.
 
 - With ``EMBEDDED`` in the database settings (no ``DATABASE_URL``), it starts the pgserver cluster on first
   connection and connects over its Unix socket as the non-superuser app role.
