@@ -412,7 +412,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             for m in state.history
             if m["role"] in (Message.Role.USER, Message.Role.ASSISTANT)
         ]
-        context = state.context or execution_context(tenant, session)  # created on the session's first turn
+        context = state.context or execution_context(tenant, session)  # for sessions opened before it was made at open
         parts = prompt_mod.PromptParts(
             role_text=tenant.agent_role,
             anchor_facts=_anchor_facts(profile),
