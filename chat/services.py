@@ -182,8 +182,14 @@ _TOUCH_SESSION = """
 UPDATE chat_chatsession SET last_activity_at = %(now)s WHERE tenant_id = %(tenant)s AND id = %(session)s
 """
 
-# The anchor's facts: the session's live memories with an anchor key, best first (rows, not models).
+# The anchor's facts: the session's live memories with an anchor key, best first (rows, not models). The
+# same round trip counts the turn's recalled memories as recalled (what ``recall(record=True)`` does in a
+# statement of its own): a data-modifying WITH runs whether or not it is read, and the anchor reads only
+# ``key`` and ``content``, which it does not change.
 _ANCHOR_TEMPLATE = """
+WITH recalled AS (
+    UPDATE memory_memoryunit SET recall_count = recall_count + 1 WHERE tenant_id = %(tenant)s AND id = ANY(%(recalled)s)
+)
 SELECT m.key, m.content FROM memory_memoryunit m
 WHERE {scope} AND m.key = ANY(%(keys)s)
 ORDER BY m.relevance_score DESC, m.created_at DESC
@@ -402,10 +408,14 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         extraction = extract_and_store(tenant, session, message, previous_text=before)
         _feedback_from_user(tenant, extraction, previously_used)
 
-        result = recall(tenant, session, message.text, k=RECALL_K, embedding=query_embedding)
+        result = recall(tenant, session, message.text, k=RECALL_K, embedding=query_embedding, record=False)
         profile = fetch_rows(
-            _ANCHOR_SQL, {**memory_services.scope_params(tenant, session, timezone.now()), "keys": list(ANCHOR_KEYS)}
-        )
+            _ANCHOR_SQL,
+            {
+                **memory_services.scope_params(tenant, session, timezone.now()), "keys": list(ANCHOR_KEYS),
+                "recalled": [h.memory.pk for h in result.hits],
+            },
+        )  # fmt: skip
         # Secrets a user typed never travel on into later prompts (S6's red line).
         turns = [
             (m["role"], redact(m["text"]))

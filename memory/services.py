@@ -264,11 +264,15 @@ def _event_row(
         memory_id=memory.pk,
         kind=kind,
         actor=actor.kind,
-        actor_user=actor.user if actor.user is not None and actor.user.is_authenticated else None,
+        actor_user_id=_actor_user_id(actor),
         before=before,
         after=after,
         note=note[:200],
     )
+
+
+def _actor_user_id(actor: Actor) -> Any:
+    return actor.user.pk if actor.user is not None and actor.user.is_authenticated else None
 
 
 def _event(
@@ -530,11 +534,63 @@ def _store(
                 # successors enter it. ``superseded_by`` may point at a row
                 # inserted just below: foreign keys are checked at commit.
                 _update_changed(tenant, list(changed.values()))
-            MemoryUnit.objects.bulk_create(new_rows)
+            if new_rows:
+                _insert_rows(new_rows, events)
         except IntegrityError as exc:  # pragma: no cover - the advisory locks make this unreachable
             raise ApiError("a concurrent write to this memory won; retry", code="conflict", status=409) from exc
-        _insert_events(events)
+        if not new_rows:
+            _insert_events(events)
     return results
+
+
+@functools.cache
+def _insert_rows_sql() -> str:
+    """New memories and a batch's audit events in one statement: every stored column of the rows from one
+    array per column, ``search_vector`` computed from ``search_text`` and ``search_context`` as
+    ``_search_vector`` computes it (an empty context adds nothing to the tsvector)."""
+    fields = [f for f in MemoryUnit._meta.concrete_fields if f.column != "search_vector"]
+    columns = ", ".join(f.column for f in fields)
+    arrays = ", ".join(f"%(row_{f.column})s::{_array_type(f)}" for f in fields)  # "row_": events use the rest
+    own = f"to_tsvector('{TS_CONFIG}'::regconfig, COALESCE(r.search_text, ''))"
+    context = f"setweight(to_tsvector('{TS_CONFIG}'::regconfig, COALESCE(r.search_context, '')), '{CONTEXT_WEIGHT}')"
+    vector = f"{own} || {context}"
+    return _INSERT_ROWS.format(columns=columns, arrays=arrays, search_vector=vector, events=_INSERT_EVENTS)
+
+
+# The model's own column names and types; every value is a parameter.
+_INSERT_ROWS = """
+WITH new_rows AS (
+    INSERT INTO memory_memoryunit ({columns}, search_vector)
+    SELECT r.*, {search_vector} FROM unnest({arrays}) AS r({columns})
+)
+{events}"""
+
+
+def _array_type(field: Any) -> str:
+    db_type = field.db_type(connection)
+    if db_type == "jsonb" or db_type.startswith("vector"):
+        return f"text[]::{db_type}[]"  # sent as text: psycopg's own adapters for these do not take arrays
+    return f"{db_type}[]"
+
+
+def _insert_rows(rows: list[MemoryUnit], events: list[MemoryEvent]) -> None:
+    """Insert ``rows`` (built, not saved) and ``events`` in one round trip (``bulk_create`` cost a chat turn's
+    first message more CPU than everything PostgreSQL does for it)."""
+    fields = [f for f in MemoryUnit._meta.concrete_fields if f.column != "search_vector"]
+    params: dict[str, Any] = {}
+    for field in fields:
+        values = [getattr(m, field.attname) for m in rows]
+        if field.column == "data":
+            values = [json.dumps(v, ensure_ascii=False) for v in values]
+        elif field.column == "embedding":
+            values = [field.get_prep_value(v) for v in values]
+        params[f"row_{field.column}"] = values
+    params.update(_event_params(events))
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_rows_sql(), params)
+    for memory in rows:
+        memory._state.adding = False
+        memory._state.db = connection.alias
 
 
 #: Audit events in one statement (``bulk_create`` cost a chat turn more CPU than the insert itself).
@@ -551,20 +607,21 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
+def _event_params(events: list[MemoryEvent]) -> dict[str, list[Any]]:
+    return {
+        "tenant": [e.tenant_id for e in events], "end_user": [e.end_user_id for e in events],
+        "memory": [e.memory_id for e in events], "kind": [e.kind for e in events],
+        "actor": [e.actor for e in events], "actor_user": [e.actor_user_id for e in events],
+        "before": [_json_or_none(e.before) for e in events], "after": [_json_or_none(e.after) for e in events],
+        "note": [e.note for e in events], "created_at": [e.created_at for e in events],
+    }  # fmt: skip
+
+
 def _insert_events(events: list[MemoryEvent]) -> None:
     if not events:
         return
     with connection.cursor() as cursor:
-        cursor.execute(
-            _INSERT_EVENTS,
-            {
-                "tenant": [e.tenant_id for e in events], "end_user": [e.end_user_id for e in events],
-                "memory": [e.memory_id for e in events], "kind": [e.kind for e in events],
-                "actor": [e.actor for e in events], "actor_user": [e.actor_user_id for e in events],
-                "before": [_json_or_none(e.before) for e in events], "after": [_json_or_none(e.after) for e in events],
-                "note": [e.note for e in events], "created_at": [e.created_at for e in events],
-            },
-        )  # fmt: skip
+        cursor.execute(_INSERT_EVENTS, _event_params(events))
 
 
 #: The rows a batch refreshes or supersedes, in one statement (``bulk_update`` builds a CASE per column and
@@ -596,10 +653,21 @@ def _update_changed(tenant: Tenant, rows: list[MemoryUnit]) -> None:
         )
 
 
+#: The audit trail's ``snapshot`` of row ``{r}``, built by PostgreSQL (``{expires}`` is its expiry), as
+#: ``snapshot`` builds it: ``expires_at`` in ``datetime.isoformat()``'s form (UTC, microseconds only when
+#: not zero), the score rounded to 4 places.
+_SNAPSHOT_SQL = """jsonb_build_object(
+    'content', {r}.content, 'key', {r}.key, 'type', {r}.type, 'data', {r}.data,
+    'expires_at', to_char({expires} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+                  || CASE WHEN extract(microseconds FROM {expires}) %% 1000000 = 0 THEN ''
+                          ELSE to_char({expires} AT TIME ZONE 'UTC', '.US') END || '+00:00',
+    'relevance_score', round({r}.relevance_score::numeric, 4))"""
+
 #: A repeated fact's refresh in one statement: the live row of the slot, if its content and data are the
-#: ones written again and it has not expired, locked and refreshed. No advisory lock is needed: a concurrent
-#: replacement locks the same row, and once it commits the re-check under the lock finds the row superseded,
-#: so nothing is refreshed and the caller takes the full path (which sees the replacement).
+#: ones written again and it has not expired, locked and refreshed, and its ``confirm`` event written. No
+#: advisory lock is needed: a concurrent replacement locks the same row, and once it commits the re-check
+#: under the lock finds the row superseded, so nothing is refreshed and the caller takes the full path
+#: (which sees the replacement).
 _REFRESH_SQL = """
 WITH old AS (
     SELECT id, expires_at FROM memory_memoryunit
@@ -607,12 +675,20 @@ WITH old AS (
       AND session_id IS NOT DISTINCT FROM %(session)s AND superseded_at IS NULL
       AND content = %(content)s AND data = %(data)s AND expires_at > %(now)s
     FOR UPDATE
+), refreshed AS (
+    UPDATE memory_memoryunit m
+    SET expires_at = GREATEST(m.expires_at, %(expires_at)s), updated_at = %(now)s, confirm_count = m.confirm_count + 1
+    FROM old, tenants_enduser u
+    WHERE m.tenant_id = %(tenant)s AND m.id = old.id AND u.tenant_id = m.tenant_id AND u.id = m.end_user_id
+    RETURNING {columns}, u.external_id AS end_user_external_id, old.expires_at AS old_expires_at
+), event AS (
+    INSERT INTO memory_memoryevent (tenant_id, end_user_id, memory_id, kind, actor, actor_user_id, before, after,
+                                    note, created_at)
+    SELECT r.tenant_id, r.end_user_id, r.id, %(kind)s, %(actor)s, %(actor_user)s, {before}, {after}, %(note)s,
+           %(now)s
+    FROM refreshed r
 )
-UPDATE memory_memoryunit m
-SET expires_at = GREATEST(m.expires_at, %(expires_at)s), updated_at = %(now)s, confirm_count = m.confirm_count + 1
-FROM old, tenants_enduser u
-WHERE m.tenant_id = %(tenant)s AND m.id = old.id AND u.tenant_id = m.tenant_id AND u.id = m.end_user_id
-RETURNING {columns}, u.external_id AS end_user_external_id, old.expires_at AS old_expires_at
+SELECT * FROM refreshed
 """
 
 
@@ -620,23 +696,30 @@ def _refresh_unchanged(
     tenant: Tenant, session: ChatSession, planned: _Planned, now: datetime, actor: Actor
 ) -> WriteResult | None:
     """Refresh the slot's live memory if it already says exactly this (a confirmation: its expiry extended,
-    ``confirm_count`` + 1, a ``confirm`` event), in two statements; None when it does not (nothing changed)."""
+    ``confirm_count`` + 1, a ``confirm`` event), in one statement; None when it does not (nothing changed)."""
     valid = planned.valid
     type_, key, session_id = planned.slot  # type: ignore[misc]
     params = {
         "tenant": tenant.pk, "end_user": session.end_user_id, "type": type_, "key": key, "session": session_id,
         "content": valid.content, "data": connection.ops.adapt_json_value(valid.data, None), "now": now,
-        "expires_at": now + timedelta(seconds=valid.expires_in),
+        "expires_at": now + timedelta(seconds=valid.expires_in), "kind": Kind.CONFIRM, "actor": actor.kind,
+        "actor_user": _actor_user_id(actor), "note": "repeated fact",
     }  # fmt: skip
-    rows = load_models(MemoryUnit, _REFRESH_SQL.format(columns=_light_columns()), params)
+    rows = load_models(MemoryUnit, _refresh_sql(), params)
     if not rows:
         return None
     (memory,) = rows
     _attach_end_user(memory)
-    after = snapshot(memory)
-    before = {**after, "expires_at": memory.old_expires_at.isoformat()}
-    _insert_events([_event_row(memory, Kind.CONFIRM, actor, before=before, after=after, note="repeated fact")])
     return WriteResult(memory, "refreshed")
+
+
+@functools.cache
+def _refresh_sql() -> str:
+    return _REFRESH_SQL.format(
+        columns=_light_columns(),
+        before=_SNAPSHOT_SQL.format(r="r", expires="r.old_expires_at"),
+        after=_SNAPSHOT_SQL.format(r="r", expires="r.expires_at"),
+    )
 
 
 def _lock_live(tenant: Tenant, session: ChatSession, slots: list[tuple[str, str, Any]]) -> dict[Any, MemoryUnit]:
@@ -790,7 +873,7 @@ def apply_feedback(
     params = {
         "tenant": tenant.pk, "ids": ids, "delta": FEEDBACK_DELTAS[event], "min": MIN_SCORE, "max": MAX_SCORE,
         "kind": FEEDBACK_KINDS[event], "actor": actor.kind, "now": timezone.now(), "note": note[:200],
-        "actor_user": actor.user.pk if actor.user is not None and actor.user.is_authenticated else None,
+        "actor_user": _actor_user_id(actor),
     }  # fmt: skip
     with tenant_scope(tenant), connection.cursor() as cursor:
         cursor.execute(_FEEDBACK_SQL.format(counter=_COUNTERS[event]), params)

@@ -202,3 +202,30 @@ def test_a_new_session_has_its_empty_execution_context_before_its_first_turn(acm
     context = acme.client.get(f"/api/v1/sessions/{opened['session_id']}/context")
     assert context.status_code == 200
     assert not any(context.json().values())
+
+
+def test_a_turn_counts_each_memory_it_recalled_once(acme, sid, fake_ollama):
+    # given: a memory from the first turn, and another end user's memory with the same key
+    from memory.models import MemoryUnit
+
+    fake_ollama.script("好的。", "您的订单 AB12345 正在配送。")
+    assert _send(acme, sid, "我的订单号是 AB12345", "m1").status_code == 200
+    other = open_session(acme, "lisi")["session_id"]
+    fake_ollama.script("好的。")
+    assert _send(acme, other, "我的订单号是 CD67890", "m1").status_code == 200
+
+    def counts():
+        with tenant_scope(acme.tenant):
+            return dict(MemoryUnit.objects.for_tenant(acme.tenant).values_list("id", "recall_count"))
+
+    before = counts()
+    # when
+    body = _send(acme, sid, "我的订单到哪了？", "m2").json()
+    # then: the recalled memory was counted once; the other end user's was not touched
+    after = counts()
+    with tenant_scope(acme.tenant):
+        contents = dict(MemoryUnit.objects.for_tenant(acme.tenant).values_list("id", "content"))
+    recalled = {m for m in after if str(m) in body["recalled"]}
+    assert any("AB12345" in contents[m] for m in recalled)
+    assert any("CD67890" in contents[m] for m in after if m not in recalled)
+    assert {m: after[m] - before.get(m, 0) for m in after} == {m: int(m in recalled) for m in after}

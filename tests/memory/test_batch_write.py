@@ -81,6 +81,37 @@ def test_batch_creates_every_memory_with_its_event_vector_and_search_vector(acme
     assert _full_text_ids(acme.tenant, "refunds") == {results[2].memory.pk}
 
 
+@pytest.mark.parametrize("context", ["", "What did you paint? A sunset over the lake"])
+def test_a_written_row_holds_every_field_and_the_search_vector_of_its_text_and_context(acme, acme_session, context):
+    # when a memory with data, a source message and (or not) a context is written
+    with tenant_scope(acme.tenant):
+        source = Message.objects.for_tenant(acme.tenant).create(
+            tenant=acme.tenant, session=acme_session, role="user", text="订单号 JD2024123456", seq=1
+        )
+    written = services.do_write_memory(
+        acme.tenant, acme_session, type="fact_reference", key="order_id", content="订单号：JD2024123456",
+        data={"order_id": "JD2024123456", "note": "加急"}, expires_in=3600, source_message=source,
+        source_role="user", context=context,
+    ).memory  # fmt: skip
+
+    # then the stored row is the instance, field by field
+    with tenant_scope(acme.tenant):
+        stored = MemoryUnit.objects.for_tenant(acme.tenant).get(pk=written.pk)
+        fields = [f for f in MemoryUnit._meta.concrete_fields if f.name not in ("embedding", "search_vector")]
+        for field in fields:
+            assert getattr(stored, field.attname) == getattr(written, field.attname), field.name
+        assert list(stored.embedding) == pytest.approx(list(written.embedding), abs=1e-6)
+        # and its search_vector is exactly what ``_search_vector`` computes for its text and context
+        expected = services._search_vector(stored.search_text, stored.search_context)
+        row = MemoryUnit.objects.for_tenant(acme.tenant).filter(pk=written.pk).annotate(expected=expected)
+        [(vector, wanted)] = row.values_list("search_vector", "expected")
+    assert vector == wanted
+    assert "jd2024123456" in vector.lower()
+    assert ("paint" in vector) == bool(context)
+    assert stored.search_context == services.context_text(context)
+    assert bool(stored.search_context) == bool(context)
+
+
 def test_single_write_stores_its_search_vector_in_the_insert(acme, acme_session):
     # when
     written = services.do_write_memory(
@@ -154,6 +185,47 @@ def test_repeated_fact_costs_no_embedding_and_still_counts_a_confirmation(acme, 
     assert row.confirm_count == 2
     assert row.relevance_score == 1.0
     assert _events(acme.tenant, row.pk) == ["create", "confirm", "confirm"]
+
+
+@pytest.mark.parametrize("microsecond", [0, 123456])
+def test_a_refresh_audits_the_expiry_before_and_after_as_snapshot_writes_them(acme, acme_session, microsecond):
+    # given a memory whose expiry is on a whole second (isoformat then omits the fraction) or not
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    first = services.do_write_memory(
+        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟", data={"name": "张伟"}
+    )
+    expiry = (timezone.now() + timedelta(hours=1)).replace(microsecond=microsecond)
+    with tenant_scope(acme.tenant):
+        MemoryUnit.objects.for_tenant(acme.tenant).filter(pk=first.memory.pk).update(
+            expires_at=expiry, relevance_score=1.23456
+        )
+        before = services.snapshot(MemoryUnit.objects.for_tenant(acme.tenant).get(pk=first.memory.pk))
+
+    # when the same fact comes again
+    again = services.do_write_memory(
+        acme.tenant,
+        acme_session,
+        type="user_profile",
+        key="name",
+        content="用户姓名 张伟",
+        data={"name": "张伟"},
+        expires_in=7 * 86400,
+    )
+
+    # then the confirm event holds exactly what snapshot() gives for the row before and after
+    assert again.outcome == "refreshed"
+    with tenant_scope(acme.tenant):
+        row = MemoryUnit.objects.for_tenant(acme.tenant).get(pk=first.memory.pk)
+        event = MemoryEvent.objects.for_tenant(acme.tenant).get(memory_id=row.pk, kind="confirm")
+    assert before["expires_at"] == expiry.isoformat()
+    assert event.before == before
+    assert event.after == services.snapshot(row)
+    assert event.after["expires_at"] != event.before["expires_at"]
+    assert (event.actor, event.note, event.end_user_id) == ("system", "repeated fact", row.end_user_id)
+    assert services.snapshot(again.memory) == event.after
 
 
 @pytest.mark.parametrize(
