@@ -134,3 +134,50 @@ def test_only_tenants_rls_sets_the_rls_settings():
         if "set_config(" in path.read_text(encoding="utf-8") and path.name != "rls.py"
     ]
     assert offenders == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scope_on_an_idle_connection_begins_and_sets_its_tenant_in_one_statement(acme, globex):
+    # given sessions of two tenants, committed (no test transaction: the connection is idle between scopes)
+    from django.test.utils import CaptureQueriesContext
+
+    with tenant_scope(acme.tenant):
+        do_open_session(acme.tenant, "alice", {})
+        do_open_session(acme.tenant, "bob", {})
+    with tenant_scope(globex.tenant):
+        do_open_session(globex.tenant, "alice", {})
+
+    # when scopes open on the idle connection
+    with CaptureQueriesContext(connection) as queries:
+        with tenant_scope(acme.tenant):
+            acme_count = _raw_count("chat_chatsession")
+            with tenant_scope(globex.tenant):
+                nested_count = _raw_count("chat_chatsession")
+            restored_count = _raw_count("chat_chatsession")
+        with operator_scope():
+            operator_count = _raw_count("chat_chatsession")
+
+    # then each saw exactly what it should, and nothing is set after them
+    assert (acme_count, nested_count, restored_count, operator_count) == (2, 1, 2, 3)
+    assert _raw_count("chat_chatsession") == 0
+    # and each outermost scope began its transaction with its values: one statement, not BEGIN then SELECT
+    begins = [q["sql"] for q in queries if q["sql"].startswith("BEGIN; SELECT set_config(")]
+    assert len(begins) == 2
+    assert f"'{acme.tenant.pk}'" in begins[0]
+    assert "'on'" in begins[1]
+    assert _set_config_calls(queries) == 4  # the two begins, the nested scope's set and its restore
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_scope_on_an_idle_connection_leaves_nothing_set(acme):
+    from django.db import DatabaseError
+
+    with tenant_scope(acme.tenant):
+        do_open_session(acme.tenant, "alice", {})
+    # when a statement fails inside the scope
+    with pytest.raises(DatabaseError), tenant_scope(acme.tenant), connection.cursor() as cursor:
+        cursor.execute("SELECT 1/0")
+    # then the transaction is gone with its settings, and the next scope works
+    assert _raw_count("chat_chatsession") == 0
+    with tenant_scope(acme.tenant):
+        assert _raw_count("chat_chatsession") == 1
