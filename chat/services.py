@@ -196,10 +196,11 @@ ORDER BY m.relevance_score DESC, m.created_at DESC
 """
 _ANCHOR_SQL = _ANCHOR_TEMPLATE.format(scope=memory_services.SCOPE_SQL)
 
-# A message's INSERT and its session's UPDATE (``_TOUCH_SESSION`` or ``_FINISH_SESSION``) in one statement: a
-# data-modifying WITH runs exactly once whether or not it is referenced.
+# A message's INSERT and its session's UPDATE (``_TOUCH_SESSION`` or ``_FINISH_SESSION``) in one statement, with
+# more WITH items where the caller has them (the reply's feedback): a data-modifying WITH runs exactly once
+# whether or not it is referenced.
 _INSERT_MESSAGE = """
-WITH session_update AS ({session_update})
+WITH session_update AS ({session_update}){more}
 INSERT INTO chat_message (id, tenant_id, session_id, role, text, client_msg_id, reply_to_id, status, data, created_at,
                           seq)
 VALUES (%(id)s, %(tenant)s, %(session)s, %(role)s, %(text)s, %(client_msg_id)s, %(reply_to)s, %(status)s, %(data)s,
@@ -207,12 +208,17 @@ VALUES (%(id)s, %(tenant)s, %(session)s, %(role)s, %(text)s, %(client_msg_id)s, 
 """
 
 
-def _insert_message(message: Message, session_update: str, params: dict[str, Any]) -> Message:
+def _insert_message(
+    message: Message, session_update: str, params: dict[str, Any], more: tuple[str, dict[str, Any]] | None = None
+) -> Message:
     """Insert ``message`` (built, not saved; ``created_at`` is ``params["now"]``) and run ``session_update``
-    with ``params``, in one round trip; returns the message, now stored."""
+    with ``params`` (and ``more``: WITH items and their parameters), in one round trip; returns the message,
+    now stored."""
+    items, more_params = more or ("", {})
     execute(
-        _INSERT_MESSAGE.format(session_update=session_update.strip()),
+        _INSERT_MESSAGE.format(session_update=session_update.strip(), more=f", {items}" if items else ""),
         {
+            **more_params,
             **params, "id": message.pk, "role": message.role, "text": message.text,
             "client_msg_id": message.client_msg_id, "reply_to": message.reply_to_id, "status": message.status,
             "data": connection.ops.adapt_json_value(message.data, None), "seq": message.seq,
@@ -522,11 +528,14 @@ def finish_turn(
         )  # fmt: skip
         streak, phrase = _amnesia_check(reply.text, prepared.recall_empty, current)
         alerted = phrase is not None or (streak > 0 and current["amnesia_alerted"])  # one alert per streak
-        _insert_message(reply, _FINISH_SESSION, {**ids, "now": reply.created_at, "streak": streak, "alerted": alerted})
+        # The used memories' feedback goes in the same statement; a memory deleted since it was recalled is skipped.
+        feedback = memory_services.feedback_sql(
+            tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}"
+        )
+        finish = {**ids, "now": reply.created_at, "streak": streak, "alerted": alerted}
+        _insert_message(reply, _FINISH_SESSION, finish, feedback)
         if phrase:
             _amnesia_alert(tenant, session, reply, phrase)
-        # One statement for all of them; a memory deleted since it was recalled is skipped.
-        memory_services.apply_feedback(tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}")
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply, previous_text=message.text)
     return reply

@@ -89,3 +89,29 @@ def test_a_turn_indexes_the_agents_question_with_the_users_answer(acme, session)
     with tenant_scope(acme.tenant):
         email = MemoryUnit.objects.for_tenant(acme.tenant).get(key="email", superseded_at__isnull=True)
     assert "邮箱" in email.search_context.split()
+
+
+def test_a_reply_that_repeats_a_recalled_memory_raises_it_and_audits_it_and_leaves_the_rest(acme, session):
+    # given two memories the next turn recalls
+    _turn(acme, session, "我叫张伟，手机号是 13912345678", "好的。")
+    with tenant_scope(acme.tenant):
+        before = dict(MemoryUnit.objects.for_tenant(acme.tenant).values_list("key", "relevance_score"))
+    assert {"name", "phone"} <= set(before)
+
+    # when the reply repeats the phone number only
+    prepared = _turn(acme, session, "帮我查一下我的手机号和名字", "您的手机号是 13912345678。")
+
+    # then the phone is used (+0.1, use_count 1, one "use" event naming the reply); the name is untouched
+    with tenant_scope(acme.tenant):
+        rows = {m.key: m for m in MemoryUnit.objects.for_tenant(acme.tenant).filter(superseded_at__isnull=True)}
+        reply = Message.objects.for_tenant(acme.tenant).filter(session=session, role="assistant").latest("seq")
+        uses = list(MemoryEvent.objects.for_tenant(acme.tenant).filter(kind=MemoryEvent.Kind.USE))
+    assert str(rows["phone"].pk) in prepared.recalled
+    assert reply.data["used"] == [str(rows["phone"].pk)]
+    assert rows["phone"].relevance_score == pytest.approx(before["phone"] + 0.1)
+    assert rows["phone"].use_count == 1
+    assert rows["name"].relevance_score == before["name"]
+    assert rows["name"].use_count == 0
+    assert [(e.memory_id, e.note, e.before, e.after) for e in uses] == [
+        (rows["phone"].pk, f"value appears in reply {reply.pk}", {"relevance_score": 1.0}, {"relevance_score": 1.1})
+    ]
