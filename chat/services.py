@@ -24,14 +24,15 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
+from psycopg import sql
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
@@ -158,7 +159,7 @@ def _limits(tenant: Tenant) -> tuple[int, int]:
 
 # The statements every turn runs, in SQL (chat.db explains why). Each names
 # its tenant, as the scoped managers do, and row-level security holds anyway.
-_LOCK_SESSION = "SELECT 1 FROM chat_chatsession WHERE tenant_id = %(tenant)s AND id = %(session)s FOR UPDATE"
+_LOCK_SESSION = "SELECT 1 FROM chat_chatsession WHERE tenant_id = {tenant} AND id = {session} FOR UPDATE"
 
 # What store_user_message checks, in one read. A rate limit is reached when
 # the n-th most recent user message of the last minute exists: the scans stop
@@ -243,11 +244,16 @@ WHERE tenant_id = %(tenant)s AND id = %(session)s
 """
 
 
-def _lock_session(tenant: Tenant, session: ChatSession) -> None:
-    """Take the session's row lock for this transaction: the turns of one
+@contextmanager
+def _session_locked(tenant: Tenant, session: ChatSession) -> Iterator[None]:
+    """The tenant's scope, its transaction starting with the session's row
+    lock (sent with its ``BEGIN``, in one round trip): the turns of one
     session store their messages one at a time, so ``seq`` never repeats."""
-    if fetch_row(_LOCK_SESSION, {"tenant": tenant.pk, "session": session.pk}) is None:
-        raise SessionNotFound("No such session.")  # deleted (with its tenant) since the turn began
+    lock = sql.SQL(_LOCK_SESSION).format(tenant=sql.Literal(tenant.pk), session=sql.Literal(session.pk))
+    with tenant_scope(tenant, first=lock) as locked:
+        if not locked:
+            raise SessionNotFound("No such session.")  # deleted (with its tenant) since the turn began
+        yield
 
 
 @require_session_id
@@ -259,17 +265,17 @@ def store_user_message(
     the stored messages, so they hold across every worker process; a replay
     is not counted.
 
-    Four statements: the session's lock; one read of everything the checks
-    need (a replay's id, both rate limits, the last ``seq``); the insert; the
-    session's ``last_activity_at``. The read must be a statement of its own,
-    after the lock: a statement that waits for a row lock keeps the snapshot
-    it started with, so its subqueries would miss the message a concurrent
-    turn of this session has just committed (a duplicate ``seq``)."""
+    Three round trips: the transaction's ``BEGIN`` with the session's lock;
+    one read of everything the checks need (a replay's id, both rate limits,
+    the last ``seq``); the insert with the session's ``last_activity_at``;
+    then ``COMMIT``. The read must be a statement of its own, after the lock:
+    a statement that waits for a row lock keeps the snapshot it started
+    with, so its subqueries would miss the message a concurrent turn of this
+    session has just committed (a duplicate ``seq``)."""
     per_session, per_tenant = _limits(tenant)
     ids = {"tenant": tenant.pk, "session": session.pk}
-    with tenant_scope(tenant):
+    with _session_locked(tenant, session):
         messages = Message.objects.for_tenant(tenant)
-        _lock_session(tenant, session)
         state = fetch_row(
             _MESSAGE_CHECKS,
             {
@@ -508,9 +514,8 @@ def finish_turn(
     """Step 6: store the reply, extract what the agent stated, feedback."""
     from memory.extraction import extract_and_store
 
-    with tenant_scope(tenant):
+    with _session_locked(tenant, session):
         ids = {"tenant": tenant.pk, "session": session.pk}
-        _lock_session(tenant, session)
         current = fetch_row(_REPLY_CHECKS, ids)  # after the lock, in a statement of its own (see store_user_message)
         assert current is not None  # the row is locked
         recalled = prepared.recalled_memories

@@ -77,19 +77,22 @@ def _apply(connection: Any, scope: tuple[str, bool]) -> None:
         cursor.execute(_SET.format(ids="%s", bypass="%s"), [scope[0], "on" if scope[1] else "off"])
 
 
-def _begin_and_apply(connection: Any, scope: tuple[str, bool]) -> bool:
+def _begin_and_apply(connection: Any, scope: tuple[str, bool], first: Any = None) -> int | None:
     """Begin the transaction and set ``scope`` in one round trip — ``BEGIN; SELECT set_config(…)`` as one
-    simple query — where psycopg would send its ``BEGIN`` on its own before the first statement. Every unit
-    of work of a chat turn opens a scope: this is one round trip less for each. Returns False, having sent
-    nothing, when the server already has a transaction open (a test's, or an outer ``atomic`` that ran a
-    statement): the caller then sets the values as a statement of that transaction."""
+    simple query — where psycopg would send its ``BEGIN`` on its own before the first statement; ``first``
+    (a ``psycopg.sql`` statement) goes in the same query. Every unit of work of a chat turn opens a scope:
+    this is one round trip less for each (two where the unit locks its session first). Returns how many
+    rows ``first`` returned (0 without one); None, having sent nothing, when the server already has a
+    transaction open (a test's, or an outer ``atomic`` that ran a statement): the caller then sets the
+    values, and runs ``first``, as statements of that transaction."""
     from psycopg import errors, generators, pq, sql
 
     raw = connection.connection
     if raw is None or raw.autocommit or raw.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-        return False
+        return None
     values = [sql.Literal(scope[0]), sql.Literal("on" if scope[1] else "off")]
-    query = sql.SQL("BEGIN; " + _SET.format(ids="{}", bypass="{}")).format(*values).as_bytes(raw)
+    statements = [sql.SQL("BEGIN"), sql.SQL(_SET.format(ids="{}", bypass="{}")).format(*values)]
+    query = sql.SQL("; ").join(statements + ([first] if first is not None else [])).as_bytes(raw)
     with connection.wrap_database_errors:
         raw.pgconn.send_query(query)
         results = raw.wait(generators.execute(raw.pgconn))
@@ -98,16 +101,31 @@ def _begin_and_apply(connection: Any, scope: tuple[str, bool]) -> bool:
                 raise errors.error_from_result(result, encoding=raw.info.encoding)
     if connection.queries_logged:  # as Django logs its own statements (DEBUG, CaptureQueriesContext)
         connection.queries_log.append({"sql": query.decode(), "time": "0.000"})
-    return True
+    return results[-1].ntuples if first is not None else 0
+
+
+def _run_first(connection: Any, first: Any) -> int:
+    """``first`` as a statement of the transaction already open; how many rows it returned."""
+    with connection.cursor() as cursor:
+        cursor.execute(first.as_string(connection.connection))
+        return cursor.rowcount
 
 
 @contextmanager
-def tenant_db_scope(tenants: Iterable[Any] = (), *, bypass: bool = False, using: str = "default") -> Iterator[None]:
+def tenant_db_scope(
+    tenants: Iterable[Any] = (), *, bypass: bool = False, using: str = "default", first: Any = None
+) -> Iterator[int | None]:
     """Run the block in a transaction that RLS lets see exactly ``tenants``
     (or everything, with ``bypass=True``). Nested scopes restore the outer
     values on exit. Costs the transaction's own round trips: ``BEGIN``
     (which carries the values) and ``COMMIT``; nested in another
     transaction, a savepoint and one statement to set the values.
+
+    ``first``: a statement (``psycopg.sql``, its values as literals: it may
+    travel in the simple query that begins the transaction) that the scope
+    runs before the block, with its values in force — a chat turn's lock on
+    its session row. The scope then yields how many rows it returned
+    (otherwise None).
 
     A scope nested directly in one with the same values (a service calling
     another for the same tenant: a chat turn's extraction, recall and
@@ -122,7 +140,7 @@ def tenant_db_scope(tenants: Iterable[Any] = (), *, bypass: bool = False, using:
     if scopes and not outermost and scopes[-1] == wanted:
         scopes.append(wanted)
         try:
-            yield
+            yield None if first is None else _run_first(connection, first)
         finally:
             scopes.pop()
         return
@@ -131,11 +149,14 @@ def tenant_db_scope(tenants: Iterable[Any] = (), *, bypass: bool = False, using:
         # else's transaction (a test's, an outer atomic) only our own scopes
         # can have set anything.
         outer = scopes[-1] if scopes and not outermost else _UNSET
-        if outer != wanted and not (outermost and _begin_and_apply(connection, wanted)):
-            _apply(connection, wanted)
+        found = _begin_and_apply(connection, wanted, first) if outer != wanted and outermost else None
+        if found is None:
+            if outer != wanted:
+                _apply(connection, wanted)
+            found = None if first is None else _run_first(connection, first)
         scopes.append(wanted)
         try:
-            yield
+            yield None if first is None else found
         finally:
             scopes.pop()
         # Only on a normal exit: after an exception the atomic block rolls back
@@ -145,9 +166,9 @@ def tenant_db_scope(tenants: Iterable[Any] = (), *, bypass: bool = False, using:
             _apply(connection, outer)
 
 
-def tenant_scope(tenant: Any, *, using: str = "default") -> Any:
+def tenant_scope(tenant: Any, *, using: str = "default", first: Any = None) -> Any:
     """Shorthand: the RLS scope of one tenant."""
-    return tenant_db_scope([tenant], using=using)
+    return tenant_db_scope([tenant], using=using, first=first)
 
 
 def operator_scope(*, using: str = "default") -> Any:

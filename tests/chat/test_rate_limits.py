@@ -141,3 +141,20 @@ def test_storing_a_message_takes_few_round_trips(acme):
         _store(acme, session, "第二条", "m2")
     # then: begin, RLS scope, lock, one read for replay + limits + seq, insert, activity, commit
     assert len(queries) <= 7, [q["sql"][:80] for q in queries]
+
+
+def test_a_session_deleted_since_the_turn_began_stores_nothing_and_says_so(acme):
+    # given a session resolved by a turn, then deleted (with its messages) before the turn stores anything
+    from chat.access import SessionNotFound
+    from chat.models import ChatSession
+
+    session = _session(acme, "alice")
+    _store(acme, session, "第一条", "c1")
+    with tenant_scope(acme.tenant):
+        ChatSession.objects.for_tenant(acme.tenant).filter(pk=session.pk).delete()
+    # when the turn's store runs on an idle connection (its lock travels with BEGIN)
+    with pytest.raises(SessionNotFound):
+        _store(acme, session, "第二条", "c2")
+    # then nothing was stored for it
+    with tenant_scope(acme.tenant):
+        assert not Message.objects.for_tenant(acme.tenant).filter(session_id=session.pk).exists()

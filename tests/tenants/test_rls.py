@@ -181,3 +181,43 @@ def test_a_failed_scope_on_an_idle_connection_leaves_nothing_set(acme):
     assert _raw_count("chat_chatsession") == 0
     with tenant_scope(acme.tenant):
         assert _raw_count("chat_chatsession") == 1
+
+
+def test_a_scopes_first_statement_inside_a_transaction_runs_with_its_values_and_yields_its_row_count(
+    two_tenants_with_sessions,
+):
+    # given a statement for the scope to run first, inside the test's transaction (not with a BEGIN)
+    from psycopg import sql
+
+    acme, globex = two_tenants_with_sessions
+    first = sql.SQL("SELECT id FROM chat_chatsession FOR UPDATE")
+    # when / then: it sees the scope's tenant only, and a scope without one yields None
+    with tenant_scope(acme.tenant, first=first) as found:
+        assert found == 2
+    with tenant_scope(globex.tenant, first=first) as found:
+        assert found == 1
+    with tenant_scope(acme.tenant) as found:
+        assert found is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scopes_first_statement_travels_with_begin_on_an_idle_connection(acme, globex):
+    from django.test.utils import CaptureQueriesContext
+    from psycopg import sql
+
+    with tenant_scope(acme.tenant):
+        do_open_session(acme.tenant, "alice", {})
+        do_open_session(acme.tenant, "bob", {})
+    with tenant_scope(globex.tenant):
+        do_open_session(globex.tenant, "alice", {})
+    first = sql.SQL("SELECT id FROM chat_chatsession FOR UPDATE")
+    with CaptureQueriesContext(connection) as queries:
+        with tenant_scope(acme.tenant, first=first) as acme_found:
+            with tenant_scope(acme.tenant, first=first) as nested_found:  # same values: inside the transaction
+                pass
+        with tenant_scope(globex.tenant, first=first) as globex_found:
+            pass
+    assert (acme_found, nested_found, globex_found) == (2, 2, 1)
+    begins = [q["sql"] for q in queries if q["sql"].startswith("BEGIN; SELECT set_config(")]
+    assert len(begins) == 2
+    assert all(b.endswith("SELECT id FROM chat_chatsession FOR UPDATE") for b in begins)
