@@ -16,13 +16,18 @@ def _raw_count(table: str) -> int:
         return cursor.fetchone()[0]
 
 
-@pytest.fixture
-def two_tenants_with_sessions(acme, globex):
+def _open_sessions(acme, globex) -> None:
+    """Two sessions of acme and one of globex."""
     with tenant_scope(acme.tenant):
         do_open_session(acme.tenant, "alice", {})
         do_open_session(acme.tenant, "bob", {})
     with tenant_scope(globex.tenant):
         do_open_session(globex.tenant, "alice", {})
+
+
+@pytest.fixture
+def two_tenants_with_sessions(acme, globex):
+    _open_sessions(acme, globex)
     return acme, globex
 
 
@@ -141,11 +146,7 @@ def test_a_scope_on_an_idle_connection_begins_and_sets_its_tenant_in_one_stateme
     # given sessions of two tenants, committed (no test transaction: the connection is idle between scopes)
     from django.test.utils import CaptureQueriesContext
 
-    with tenant_scope(acme.tenant):
-        do_open_session(acme.tenant, "alice", {})
-        do_open_session(acme.tenant, "bob", {})
-    with tenant_scope(globex.tenant):
-        do_open_session(globex.tenant, "alice", {})
+    _open_sessions(acme, globex)
 
     # when scopes open on the idle connection
     with CaptureQueriesContext(connection) as queries:
@@ -205,11 +206,7 @@ def test_a_scopes_first_statement_travels_with_begin_on_an_idle_connection(acme,
     from django.test.utils import CaptureQueriesContext
     from psycopg import sql
 
-    with tenant_scope(acme.tenant):
-        do_open_session(acme.tenant, "alice", {})
-        do_open_session(acme.tenant, "bob", {})
-    with tenant_scope(globex.tenant):
-        do_open_session(globex.tenant, "alice", {})
+    _open_sessions(acme, globex)
     first = sql.SQL("SELECT id FROM chat_chatsession FOR UPDATE")
     with CaptureQueriesContext(connection) as queries:
         with tenant_scope(acme.tenant, first=first) as acme_found:
