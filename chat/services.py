@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.utils import timezone
@@ -69,6 +69,7 @@ ANCHOR_KEYS = ("name", "phone", "email", "order_id", "address", "current_topic")
 Delta = Callable[[str, str], Awaitable[None]]  # (reply_id, text)
 Ack = Callable[[str], Awaitable[None]]  # (message_id)
 Done = Callable[["TurnResult"], Awaitable[None]]
+T = TypeVar("T")
 
 
 class InvalidMessage(ApiError):
@@ -585,6 +586,15 @@ def replay(tenant: Tenant, message: Message, reply: Message) -> TurnResult:
 # --- the whole turn -------------------------------------------------------------
 
 
+async def _timed(stage: str, work: Awaitable[T]) -> T:
+    """``work`` awaited, its wall time (waiting for a database thread included) in ``memdesk_turn_stage_seconds``."""
+    started = time.perf_counter()
+    try:
+        return await work
+    finally:
+        metrics.TURN_STAGE.labels(stage=stage).observe(time.perf_counter() - started)
+
+
 def _failed(exc: LLMError, message: Message) -> TurnFailed:
     return TurnFailed(exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk))
 
@@ -613,8 +623,11 @@ async def run_turn(
     calls it makes is run (:func:`run_tool_call`) and the model is called
     again with the answers, at most ``MAX_TOOL_ROUNDS`` rounds. ``usage``
     adds up every model call of the turn."""
+    arrived = time.perf_counter()
     text, client_msg_id = check_message(text, client_msg_id)
-    message, stored_reply = await unit_of_work(store_user_message)(tenant, session, text, client_msg_id)
+    message, stored_reply = await _timed(
+        "store", unit_of_work(store_user_message)(tenant, session, text, client_msg_id)
+    )
     if on_ack is not None:
         await on_ack(str(message.pk))
     if stored_reply is not None:
@@ -629,10 +642,8 @@ async def run_turn(
     try:
         context_size = await llm.context_size()
     except LLMError as exc:
-        raise TurnFailed(
-            exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk)
-        ) from exc
-    prepared = await unit_of_work(prepare_turn)(tenant, session, message, context_size)
+        raise _failed(exc, message) from exc
+    prepared = await _timed("prepare", unit_of_work(prepare_turn)(tenant, session, message, context_size))
 
     reply_id = str(uuid.uuid4())
     pieces: list[str] = []
@@ -677,9 +688,7 @@ async def run_turn(
             )
     except LLMError as exc:
         logger.warning("turn %s: model failed: %s", message.pk, exc)
-        raise TurnFailed(
-            exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk)
-        ) from exc
+        raise _failed(exc, message) from exc
     except asyncio.CancelledError:
         # The client went away: generation stops (the stream is closed by
         # aclosing) and what was produced is kept, marked partial.
@@ -691,9 +700,11 @@ async def run_turn(
                 )
             )
         raise
-    metrics.OLLAMA_LATENCY.observe(time.perf_counter() - started)
+    generation = time.perf_counter() - started
+    metrics.OLLAMA_LATENCY.observe(generation)
     reply_text = "".join(pieces)
-    await unit_of_work(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
+    await _timed("finish", unit_of_work(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage))
+    metrics.TURN_OVERHEAD.observe(time.perf_counter() - arrived - generation)
     result = TurnResult(
         message_id=str(message.pk),
         reply_id=reply_id,

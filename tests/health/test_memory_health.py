@@ -109,6 +109,7 @@ def test_metrics_expose_every_memdesk_metric(client, acme):
         "memdesk_recall_latency_seconds", "memdesk_prompt_tokens", "memdesk_ollama_ttft_seconds",
         "memdesk_ollama_latency_seconds", "memdesk_ollama_errors_total", "memdesk_tool_calls_total",
         "memdesk_websocket_connections", "memdesk_batch_items_total", "memdesk_memory_cleanup_total",
+        "memdesk_turn_overhead_seconds", "memdesk_turn_stage_seconds",
     ):  # fmt: skip
         assert f"# TYPE {name.removesuffix('_total')}" in text, name
     assert 'memdesk_memory_freshness_ratio{tenant="acme"} 1.0' in text

@@ -42,6 +42,8 @@ MEMDESK_METRICS: dict[str, str] = {
     "memdesk_ollama_ttft_seconds": "histogram",
     "memdesk_ollama_latency_seconds": "histogram",
     "memdesk_ollama_errors_total": "counter",
+    "memdesk_turn_overhead_seconds": "histogram",
+    "memdesk_turn_stage_seconds": "histogram",
     "memdesk_tool_calls_total": "counter",
     "memdesk_websocket_connections": "gauge",
     "memdesk_batch_items_total": "counter",
