@@ -44,10 +44,12 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +95,9 @@ def start_server(
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
+    # Every worker's metrics in one /metrics (prometheus_client's multiprocess mode, as deployed), for the
+    # server's own view of each turn (turn_histograms); a fresh directory per server.
+    env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memdesk-bench-metrics-")
     if db_pool is not None:
         env["DB_POOL_MAX_SIZE"] = str(db_pool)
     else:
@@ -110,6 +115,7 @@ def start_server(
     command += ["--ws-per-message-deflate", "true" if ws_deflate else "false"]
     # A session of its own, so stop_server can end the workers with it.
     proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, start_new_session=True)
+    proc.metrics_dir = env["PROMETHEUS_MULTIPROC_DIR"]  # type: ignore[attr-defined]  # stop_server removes it
     base = f"http://127.0.0.1:{port}"
     import httpx
 
@@ -134,6 +140,7 @@ def stop_server(proc: subprocess.Popen) -> None:
         log("memdesk did not stop within 30 s; killing its process group")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+    shutil.rmtree(getattr(proc, "metrics_dir", ""), ignore_errors=True)
 
 
 def make_tenant() -> str:
@@ -146,6 +153,61 @@ def make_tenant() -> str:
     provisioned.tenant.settings = {"rate_limits": limits}
     provisioned.tenant.save(update_fields=["settings"])
     return provisioned.api_key
+
+
+# --- the server's own view of its turns ---------------------------------------------------------------------
+
+#: name → (metric, ``stage`` label): the turn histograms memdesk exports (memory/metrics.py).
+TURN_HISTOGRAMS = {
+    "overhead": ("memdesk_turn_overhead_seconds", None),
+    "store": ("memdesk_turn_stage_seconds", "store"),
+    "prepare": ("memdesk_turn_stage_seconds", "prepare"),
+    "finish": ("memdesk_turn_stage_seconds", "finish"),
+}
+
+
+def turn_histograms(base: str) -> dict[str, dict[str, Any]]:
+    """The server's turn histograms from its /metrics (every worker's, merged): for each of
+    ``TURN_HISTOGRAMS``, the cumulative bucket counts by upper bound, the count and the sum."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found: dict[str, dict[str, Any]] = {name: {"buckets": {}, "count": 0.0, "sum": 0.0} for name in TURN_HISTOGRAMS}
+    for family in text_string_to_metric_families(httpx.get(base + "/metrics", timeout=60).text):
+        for sample in family.samples:
+            for name, (metric, stage) in TURN_HISTOGRAMS.items():
+                suffix = sample.name.removeprefix(metric)
+                if suffix == sample.name or (stage and sample.labels.get("stage") != stage):
+                    continue
+                if suffix == "_bucket":
+                    found[name]["buckets"][float(sample.labels["le"])] = sample.value
+                elif suffix in ("_count", "_sum"):
+                    found[name][suffix[1:]] = sample.value
+    return found
+
+
+def histogram_summary(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """n, exact mean and p50/p95 (ms) of what a histogram recorded between two scrapes; the quantiles are
+    interpolated within buckets as PromQL's ``histogram_quantile`` does, so they are only as fine as the
+    buckets (memory.metrics.TURN_BUCKETS: 10 ms steps around the 50 ms target)."""
+    n = after["count"] - before["count"]
+    if n <= 0:
+        return {"n": 0}
+    bounds = sorted(after["buckets"])
+    counts = [after["buckets"][b] - before["buckets"].get(b, 0.0) for b in bounds]
+
+    def quantile(q: float) -> float | None:
+        rank, lower, below = q * n, 0.0, 0.0
+        for bound, count in zip(bounds, counts, strict=True):
+            if count >= rank:
+                if bound == float("inf"):
+                    return round(lower * 1000, 1)
+                return round((lower + (bound - lower) * (rank - below) / max(count - below, 1e-9)) * 1000, 1)
+            lower, below = bound, count
+        return None
+
+    mean = (after["sum"] - before["sum"]) / n * 1000
+    return {"n": int(n), "mean": round(mean, 1), "p50": quantile(0.5), "p95": quantile(0.95)}
 
 
 # --- server CPU -------------------------------------------------------------------------------------------
@@ -377,6 +439,7 @@ async def load(
     ]
     if ready is not None:
         await ready.wait()  # every session connected
+    histograms_before = turn_histograms(base) if server_pid else None
     load_before = os.getloadavg()[0]
     client_cpu_before = time.process_time()  # this process: the clients (and the fake Ollama when in-process)
     fake_cpu_before = _process_cpu_s(fake_pid) if fake_pid else 0.0
@@ -393,6 +456,7 @@ async def load(
     python_cpu = cpu_after[0] - cpu_before[0] if cpu_after else None
     postgres_cpu = cpu_after[1] - cpu_before[1] if cpu_after else None
     cpu = python_cpu + postgres_cpu if cpu_after else None
+    histograms_after = turn_histograms(base) if histograms_before is not None else None
     done = len(stats.turn_ms)
     window = duration_s if pacing else (stats.last_done - stats.first_sent if done else elapsed)
     return {
@@ -423,6 +487,13 @@ async def load(
         "first_turn_ms": summarise(stats.first_turn_ms),
         "later_turn_ms": summarise(stats.later_turn_ms),
         "alone_turn_ms": summarise(stats.alone_turn_ms),
+        # The same turns as the server timed them (memdesk_turn_*): its overhead (the turn until the reply is
+        # stored, less the model's time) and each unit of work, waiting for a thread and connection included.
+        "server_turn_ms": {
+            name: histogram_summary(histograms_before[name], histograms_after[name]) for name in TURN_HISTOGRAMS
+        }
+        if histograms_before is not None and histograms_after is not None
+        else None,
         "ack_ms": summarise(stats.ack_ms),
         "ack_to_first_delta_ms": summarise(stats.ack_to_first_delta_ms),
         # p50/p95 of the turns sent in each 30 s of the run: a transient (a slow start, a stall) shows here.
@@ -590,6 +661,11 @@ def main() -> None:
                         f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, client CPU "
                         f"{run['client_cpu_ms_per_turn']} ms/turn, "
                         f"{run['errors']} errors, load {run['loadavg_after']}")  # fmt: skip
+                    if run["server_turn_ms"]:
+                        log("  server's view (mean / p50 / p95 ms): " + ", ".join(
+                            f"{name} {f.get('mean')} / {f.get('p50')} / {f.get('p95')}"
+                            for name, f in run["server_turn_ms"].items()
+                        ))  # fmt: skip
             if not args.no_seed_comparison:
                 clear_requests(fake)
                 results["seed_comparison"] = seed_comparison(base, make_tenant(), fake)
