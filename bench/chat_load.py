@@ -34,6 +34,17 @@ did: its threads then shared a GIL with the clients that time the turns).
 Server CPU per turn is the CPU time of the uvicorn processes and of the
 PostgreSQL backends connected to the benchmark database during the run,
 divided by its turns.
+
+Each run also reports **the server's own view** of its turns
+(``server_turn_ms``): what ``memdesk_turn_overhead_seconds`` and
+``memdesk_turn_stage_seconds`` recorded between a scrape of ``/metrics`` before
+and after it (the workers' metrics merged, as deployed with
+``PROMETHEUS_MULTIPROC_DIR``): the overhead (a turn until its reply is stored,
+less the model's time) and each unit of work (store, prepare, finish; waiting
+for a thread and a connection included). Means are exact; p50/p95 are
+interpolated within the histogram's buckets, as Prometheus does. The client's
+turn time less the server's overhead is the WebSocket, the event loop and the
+relay of the reply.
 """
 
 from __future__ import annotations
