@@ -15,7 +15,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from django.db import connection, connections
 
 from chat.sessions import do_open_session
 from tenants.rls import tenant_scope
+from tests.memory.conftest import race
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -91,26 +91,16 @@ def _through(bouncer: dict[str, Any]) -> None:
 
 
 def _in_threads(bouncer: dict[str, Any], work: list[Callable[[], None]]) -> list[BaseException]:
-    """Run each callable in a thread of its own, through the PgBouncer; the errors they raised."""
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(work))
+    """Run each callable in a thread of its own, all at once, through the PgBouncer; the errors they raised."""
 
-    def run(fn: Callable[[], None]) -> None:
-        try:
+    def through(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
             _through(bouncer)
-            start.wait(timeout=10)
             fn()
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connections.close_all()
 
-    threads = [threading.Thread(target=run, args=(fn,)) for fn in work]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return errors
+        return run
+
+    return race(*(through(fn) for fn in work), timeout=120)
 
 
 def _visible_sessions() -> tuple[int, str]:
