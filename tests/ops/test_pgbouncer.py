@@ -45,12 +45,14 @@ def bouncer(request: Any, db: Any) -> Iterator[dict[str, Any]]:
     many as an indirect parameter says); yields the settings a Django connection needs to go through it."""
     pool_size = getattr(request, "param", 1)
     params = connection.get_connection_params()
-    socket_dir, dbname, user = params["host"], params["dbname"], params["user"]
+    host, dbname, user = params["host"], params["dbname"], params["user"]
+    server = f"host={host} dbname={dbname} user={user}"  # the embedded server's socket, or DATABASE_URL's host
+    server += "".join(f" {key}={params[key]}" for key in ("port", "password") if params.get(key))
     port = _free_port()
     folder = Path(tempfile.mkdtemp(prefix="memdesk-pgbouncer-"))
     (folder / "users.txt").write_text(f'"{user}" ""\n')
     (folder / "pgbouncer.ini").write_text(
-        f"[databases]\n{dbname} = host={socket_dir} dbname={dbname} user={user}\n"
+        f"[databases]\n{dbname} = {server}\n"
         "[pgbouncer]\n"
         f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
         f"auth_type = trust\nauth_file = {folder / 'users.txt'}\n"
@@ -58,13 +60,15 @@ def bouncer(request: Any, db: Any) -> Iterator[dict[str, Any]]:
         f"max_client_conn = 50\nlogfile = {folder / 'pgbouncer.log'}\npidfile = {folder / 'pgbouncer.pid'}\n"
     )
     command = ["pgbouncer", str(folder / "pgbouncer.ini")]
-    if os.getuid() == 0:  # PgBouncer refuses to run as root: run it as the owner of PostgreSQL's socket
-        owner = Path(socket_dir).owner()
+    if os.getuid() == 0:  # PgBouncer refuses to run as root: run it as the owner of the server's socket
+        owner = Path(host).owner() if host.startswith("/") else "nobody"
         shutil.chown(folder, user=owner)
         for path in folder.iterdir():
             shutil.chown(path, user=owner)
         command[1:1] = ["-u", owner]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = folder / "output.txt"  # a file, not a pipe: a full pipe would stall PgBouncer's logging
+    with output.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -73,8 +77,7 @@ def bouncer(request: Any, db: Any) -> Iterator[dict[str, Any]]:
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    log = (folder / "pgbouncer.log").read_text() if (folder / "pgbouncer.log").exists() else ""
-                    pytest.fail(f"pgbouncer did not start: {process.stdout.read().decode()} {log}")
+                    pytest.fail(f"pgbouncer did not start: {output.read_text(errors='replace')}")
                 time.sleep(0.05)
         yield {"HOST": "127.0.0.1", "PORT": str(port), "EMBEDDED": False, "OPTIONS": {}}
     finally:
