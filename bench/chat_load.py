@@ -70,6 +70,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
     REPO_ROOT,
+    cpu_shares,
+    cpu_ticks,
     log,
     machine_info,
     now_iso,
@@ -452,6 +454,7 @@ async def load(
         await ready.wait()  # every session connected
     histograms_before = turn_histograms(base) if server_pid else None
     load_before = os.getloadavg()[0]
+    machine_before = cpu_ticks()
     client_cpu_before = time.process_time()  # this process: the clients (and the fake Ollama when in-process)
     fake_cpu_before = _process_cpu_s(fake_pid) if fake_pid else 0.0
     cpu_before = server_cpu_s(server_pid) if server_pid else (0.0, 0.0)
@@ -461,6 +464,7 @@ async def load(
         clock.go.set()
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
+    machine_cpu = cpu_shares(machine_before, cpu_ticks())
     cpu_after = server_cpu_s(server_pid) if server_pid else None
     client_cpu = time.process_time() - client_cpu_before
     fake_cpu = _process_cpu_s(fake_pid) - fake_cpu_before if fake_pid else None
@@ -492,6 +496,7 @@ async def load(
         ),
         "loadavg_before": round(load_before, 2),
         "loadavg_after": round(os.getloadavg()[0], 2),
+        "machine_cpu": machine_cpu,
         "errors": len(stats.errors),
         "error_samples": stats.errors[:3],
         "turn_ms": summarise(stats.turn_ms),
@@ -671,7 +676,8 @@ def main() -> None:
                         f"{run['alone_turn_ms'].get('n')} turns {run['alone_turn_ms'].get('p50')}/"
                         f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, client CPU "
                         f"{run['client_cpu_ms_per_turn']} ms/turn, "
-                        f"{run['errors']} errors, load {run['loadavg_after']}")  # fmt: skip
+                        f"{run['errors']} errors, load {run['loadavg_after']}, machine CPU "
+                        f"{run['machine_cpu']}")  # fmt: skip
                     if run["server_turn_ms"]:
                         log("  server's view (mean / p50 / p95 ms): " + ", ".join(
                             f"{name} {f.get('mean')} / {f.get('p50')} / {f.get('p95')}"

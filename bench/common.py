@@ -171,6 +171,40 @@ def python_loop_ms(n: int = 2_000_000, repeat: int = 3) -> float:
     return round(best * 1000, 1)
 
 
+#: The columns of /proc/stat's ``cpu`` line (Linux, in clock ticks).
+_PROC_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_ticks() -> dict[str, int] | None:
+    """The whole machine's CPU time so far, by kind (/proc/stat), or None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    return dict(zip(_PROC_STAT_FIELDS, (int(x) for x in fields[1:]), strict=False))
+
+
+def cpu_shares(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, float] | None:
+    """How the machine's CPUs spent the time between two ``cpu_ticks()``, in % of all of it: ``busy`` (every
+    kind but idle, iowait and steal), ``iowait`` and ``steal`` — time the hypervisor gave our virtual CPUs to
+    someone else: a run with steal above a few % measured a machine that was not all ours."""
+    if not before or not after:
+        return None
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in _PROC_STAT_FIELDS}
+    total = sum(delta.values())
+    if total <= 0:
+        return None
+    busy = total - delta["idle"] - delta["iowait"] - delta["steal"]
+    return {
+        "busy_pct": round(100 * busy / total, 1),
+        "iowait_pct": round(100 * delta["iowait"] / total, 1),
+        "steal_pct": round(100 * delta["steal"] / total, 1),
+    }
+
+
 def machine_info(*, with_db: bool = True) -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu": _cpu_model(),
