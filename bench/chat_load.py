@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -416,6 +417,36 @@ def _by_window(
     return sorted(windows.items())
 
 
+#: Seconds between the machine samples of a paced run (and the width of its ``turn_ms_by_30s`` windows).
+WINDOW_S = 30
+
+
+async def sample_machine(server_pid: int | None, every_s: int, samples: list[tuple[float, Any, Any]]) -> None:
+    """Append (time, server CPU seconds (Python, PostgreSQL), the machine's ``cpu_ticks()``) to ``samples``
+    every ``every_s`` seconds until cancelled: the same work costing more CPU in one window than in another
+    means the machine itself was slower then (these virtual machines drift by a third within minutes)."""
+    while True:
+        cpu = await asyncio.to_thread(server_cpu_s, server_pid) if server_pid else None
+        samples.append((time.perf_counter(), cpu, cpu_ticks()))
+        await asyncio.sleep(every_s)
+
+
+def _window_machine(
+    samples: list[tuple[float, Any, Any]], started: float, timeline: list[tuple[float, float, int, int]]
+) -> dict[int, dict[str, Any]]:
+    """Per window (start in s, as ``_by_window``): the server's CPU per turn done in it and the machine's
+    shares (``cpu_shares``), from consecutive ``sample_machine`` samples."""
+    out: dict[int, dict[str, Any]] = {}
+    for (t0, cpu0, ticks0), (t1, cpu1, ticks1) in zip(samples, samples[1:], strict=False):
+        lo = max(0, int(round((t0 - started) / WINDOW_S)) * WINDOW_S)
+        done = sum(1 for at, ms, _turn, _in in timeline if t0 <= at + ms / 1000 < t1)
+        entry: dict[str, Any] = {"machine_cpu": cpu_shares(ticks0, ticks1)}
+        if cpu0 is not None and cpu1 is not None and done:
+            entry["server_cpu_ms_per_turn"] = round((sum(cpu1) - sum(cpu0)) * 1000 / done, 1)
+        out[lo] = entry
+    return out
+
+
 def clear_requests(fake: Any) -> None:
     """Forget the requests the fake recorded (in-process fake or FakeOllamaProcess)."""
     if hasattr(fake, "clear_requests"):
@@ -462,8 +493,17 @@ async def load(
     if clock is not None:
         clock.until = started + duration_s
         clock.go.set()
+    samples: list[tuple[float, Any, Any]] = []
+    sampler = asyncio.create_task(sample_machine(server_pid, WINDOW_S, samples)) if pacing else None
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
+    if sampler is not None:
+        sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampler
+        samples.append((time.perf_counter(), await asyncio.to_thread(server_cpu_s, server_pid) if server_pid else None,
+                        cpu_ticks()))  # fmt: skip
+    per_window = _window_machine(samples, started, stats.timeline)
     machine_cpu = cpu_shares(machine_before, cpu_ticks())
     cpu_after = server_cpu_s(server_pid) if server_pid else None
     client_cpu = time.process_time() - client_cpu_before
@@ -512,10 +552,16 @@ async def load(
         else None,
         "ack_ms": summarise(stats.ack_ms),
         "ack_to_first_delta_ms": summarise(stats.ack_to_first_delta_ms),
-        # p50/p95 of the turns sent in each 30 s of the run: a transient (a slow start, a stall) shows here.
+        # p50/p95 of the turns sent in each 30 s of the run: a transient (a slow start, a stall) shows here;
+        # beside them the server's CPU per turn done in the window and the machine's busy/steal shares (paced
+        # runs): the same turns costing more CPU is the machine slowing down, not memdesk.
         "turn_ms_by_30s": [
-            {"from_s": lo, **{k: v for k, v in summarise(ms).items() if k in ("n", "p50", "p95")}}
-            for lo, ms in _by_window(stats.timeline, started, 30)
+            {
+                "from_s": lo,
+                **{k: v for k, v in summarise(ms).items() if k in ("n", "p50", "p95")},
+                **per_window.get(lo, {}),
+            }
+            for lo, ms in _by_window(stats.timeline, started, WINDOW_S)
         ],
         # The slowest turns, to line them up with what else happened then (seconds from the start).
         "slowest_turns": [
