@@ -45,6 +45,13 @@ for a thread and a connection included). Means are exact; p50/p95 are
 interpolated within the histogram's buckets, as Prometheus does. The client's
 turn time less the server's overhead is the WebSocket, the event loop and the
 relay of the reply.
+
+The machine is measured beside the code (``machine_cpu``): over the run and in
+each 30 s window of a paced run, its busy, iowait and steal shares
+(``/proc/stat``) and, per window, the server's CPU per turn. The same turns
+cost the same CPU, so a window where they cost more is the machine slowing
+down (these virtual machines drift by a third within minutes; bench/RESULTS.md),
+not memdesk.
 """
 
 from __future__ import annotations
