@@ -60,7 +60,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "whitenoise.runserver_nostatic",
+    "servestatic.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_prometheus",
@@ -78,7 +78,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -201,8 +201,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from here after collectstatic
-WHITENOISE_USE_FINDERS = True  # and straight from the apps when collectstatic has not run (tests, dev)
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# ServeStatic (WhiteNoise's ASGI-native fork) serves the static files from the app server: asynchronously,
+# so Django streams them under uvicorn instead of reading each through a thread (WhiteNoise is WSGI-only).
+SERVESTATIC_USE_STATIC_ROOT = True  # what collectstatic gathered (the image)
+SERVESTATIC_USE_FINDERS = True  # and straight from the apps when collectstatic has not run (tests, dev)
 
 # Request bodies: refuse anything bigger than this with 413 request_too_large.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
