@@ -85,7 +85,8 @@ def test_a_killed_worker_resumes_after_the_last_finished_item(acme, backend, tmp
         "status": "running",
     }
     final = acme.client.get(f"/api/v1/sessions/{sid}/batches/{task_id}").json()
-    assert final == {**midway, "completed": 10, "last_success_id": "c9", "status": "done"}
+    # (seen once in CI, not reproduced: the second worker exited 0 without resuming; its log tells why next time)
+    assert final == {**midway, "completed": 10, "last_success_id": "c9", "status": "done"}, _logs(tmp_path)
     calls = {f"c{i}": backend.calls_where("id", f"c{i}") for i in range(10)}
     # finished items were never repeated; only c5, in flight when the worker died, ran twice
     assert calls == {**{f"c{i}": 1 for i in range(10)}, "c5": 2}
