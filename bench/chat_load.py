@@ -428,13 +428,18 @@ def _by_window(
 WINDOW_S = 30
 
 
+async def machine_sample(server_pid: int | None) -> tuple[float, Any, Any]:
+    """(time, server CPU seconds (Python, PostgreSQL) or None, the machine's ``cpu_ticks()``)."""
+    cpu = await asyncio.to_thread(server_cpu_s, server_pid) if server_pid else None
+    return time.perf_counter(), cpu, cpu_ticks()
+
+
 async def sample_machine(server_pid: int | None, every_s: int, samples: list[tuple[float, Any, Any]]) -> None:
-    """Append (time, server CPU seconds (Python, PostgreSQL), the machine's ``cpu_ticks()``) to ``samples``
-    every ``every_s`` seconds until cancelled: the same work costing more CPU in one window than in another
-    means the machine itself was slower then (these virtual machines drift by a third within minutes)."""
+    """Append a ``machine_sample`` to ``samples`` every ``every_s`` seconds until cancelled: the same work
+    costing more CPU in one window than in another means the machine itself was slower then (these virtual
+    machines drift by a third within minutes)."""
     while True:
-        cpu = await asyncio.to_thread(server_cpu_s, server_pid) if server_pid else None
-        samples.append((time.perf_counter(), cpu, cpu_ticks()))
+        samples.append(await machine_sample(server_pid))
         await asyncio.sleep(every_s)
 
 
@@ -508,8 +513,7 @@ async def load(
         sampler.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sampler
-        samples.append((time.perf_counter(), await asyncio.to_thread(server_cpu_s, server_pid) if server_pid else None,
-                        cpu_ticks()))  # fmt: skip
+        samples.append(await machine_sample(server_pid))
     per_window = _window_machine(samples, started, stats.timeline)
     machine_cpu = cpu_shares(machine_before, cpu_ticks())
     cpu_after = server_cpu_s(server_pid) if server_pid else None
