@@ -79,6 +79,9 @@ class Message(TenantOwned):
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     seq = models.PositiveIntegerField(default=0, editable=False, help_text="Order within the session.")
+    #: When the message's conversation units were written (memory.conversation); NULL until then, so a
+    #: process that died between the reply and the write leaves the message for ``index_pending``.
+    memory_indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta(TenantOwned.Meta):
         ordering = ["seq"]
@@ -86,6 +89,12 @@ class Message(TenantOwned):
             models.Index(fields=["session", "seq"], name="message_by_session"),
             # The per-tenant rate limit reads the tenant's user messages of the last minute.
             models.Index(fields=["tenant", "created_at"], name="message_user_recent", condition=models.Q(role="user")),
+            # The messages still to index (memory.conversation.index_pending): few at any time.
+            models.Index(
+                fields=["tenant", "created_at"],
+                name="message_unindexed",
+                condition=models.Q(memory_indexed_at__isnull=True, role__in=["user", "assistant"]),
+            ),  # fmt: skip
         ]
         constraints = [
             models.UniqueConstraint(

@@ -44,6 +44,7 @@ from chat.tool_calls import rebuild_prompt, run_tool_call
 from config.errors import ApiError
 from memory import metrics
 from memory import services as memory_services
+from memory.conversation import index_messages
 from memory.models import MemoryUnit
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -132,6 +133,8 @@ class PreparedTurn:
     #: The recalled memories as the prompt showed them (``recalled`` are their
     #: ids); ``finish_turn`` checks the reply against these.
     recalled_memories: list[MemoryUnit] | None = None
+    #: The message before the user's (the lexical context of its conversation units).
+    previous_text: str = ""
 
     def tool_definitions(self) -> list[dict[str, Any]] | None:
         return tools_mod.ollama_tools(list(self.tools.values())) or None
@@ -464,6 +467,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             tools=tools,
             end_user_id=state.end_user_id,
             recalled_memories=[h.memory for h in result.hits],
+            previous_text=before,
         )
 
 
@@ -703,7 +707,9 @@ async def run_turn(
     generation = time.perf_counter() - started
     metrics.OLLAMA_LATENCY.observe(generation)
     reply_text = "".join(pieces)
-    await _timed("finish", unit_of_work(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage))
+    reply = await _timed(
+        "finish", unit_of_work(finish_turn)(tenant, session, message, reply_id, reply_text, prepared, usage)
+    )
     metrics.TURN_OVERHEAD.observe(time.perf_counter() - arrived - generation)
     result = TurnResult(
         message_id=str(message.pk),
@@ -716,6 +722,13 @@ async def run_turn(
     )
     if on_done is not None:
         await on_done(result)
+    # After the reply is out: the turn's messages become conversation memory. A failure (or a process that
+    # dies here) leaves them unmarked, and the worker's sweep (memory.conversation.index_pending) writes them.
+    try:
+        index = unit_of_work(index_messages)
+        await _timed("index", index(tenant, session, [message, reply], previous_text=prepared.previous_text))
+    except Exception:
+        logger.exception("indexing the messages of turn %s failed; the worker's sweep retries", message.pk)
     from memory.health import check_after_turn, check_due
 
     if check_due(tenant):

@@ -73,7 +73,7 @@ def extract_and_store(
             result.topic_switch = switch
             result.retired = do_topic_switch(tenant, session, switch.new_topic, reason=switch.reason)
     try:
-        facts = extract_facts(text, role=role, language=tenant.language, now=message.created_at)
+        facts = extract_facts(text, role=role, now=message.created_at)  # content in the message's own language
     except Exception:  # an extractor bug must not lose the turn; it is logged and fixed
         logger.exception("fact extraction failed for message %s", message.pk)
         facts = []

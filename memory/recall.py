@@ -24,7 +24,9 @@ construction, and fast at that size (bench/RESULTS.md).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +41,7 @@ from django.utils import timezone
 from chat.access import require_session_id
 from chat.models import ChatSession
 from memory import embeddings, metrics
+from memory.conversation import is_conversation_key
 from memory.models import MemoryType, MemoryUnit
 from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
 from memory.text import TS_CONFIG, query_terms
@@ -71,6 +74,9 @@ class RecallHit:
     similarity: float
     score: float
     fused: float = 0.0
+    #: A conversation unit stating a value that is no longer current at ``as_of`` (the old address after a
+    #: move, a coupon past its expiry): ranked after every current hit (``_current_first``).
+    stale: bool = False
 
 
 @dataclass
@@ -313,6 +319,87 @@ def _candidate_stage(
     return hits, embed_ms
 
 
+# Every keyed fact of some keys a session may see that existed at ``as_of``, valid then or not.
+_STATED_SQL = """
+SELECT m.key, m.content, m.data, (m.expires_at > %(as_of)s) AS valid, m.superseded_at IS NOT NULL AS superseded
+FROM memory_memoryunit m
+WHERE m.tenant_id = %(tenant)s AND m.key = ANY(%(keys)s) AND m.created_at <= %(as_of)s
+  AND ((m.type = ANY(%(session_types)s) AND m.session_id = %(session)s)
+       OR (m.type <> ALL(%(session_types)s) AND m.end_user_id = %(end_user)s))
+"""
+
+#: Keys whose fact simply runs out of its lifetime without becoming untrue (a phone number not repeated for
+#: a month): only a different current value makes a unit stating them stale. For the other stateful keys
+#: (a coupon, a callback, a pickup slot) the fact's end is the value's end.
+_TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id"})
+
+
+def _squash(value: str) -> str:
+    return re.sub(r"[\s\-()（）]", "", value).casefold()
+
+
+def _states(memory: MemoryUnit, value: str) -> bool:
+    """Whether a keyed memory holds ``value`` (in its content or its data's values)."""
+    wanted = _squash(value)
+    texts = [memory["content"], *(str(v) for v in (memory["data"] or {}).values() if isinstance(v, str | int))]
+    return any(wanted and wanted in _squash(t) for t in texts)
+
+
+def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], as_of: datetime) -> set[Any]:
+    """The conversation units among ``units`` that state a value no longer current at ``as_of``: the
+    memories of its key hold another value now, or (for a key with a validity of its own) the value's
+    keyed memory has ended. One query, only when a unit states such facts."""
+    keys = sorted({key for u in units for key in (u.data or {}).get("facts", {})})
+    if not keys:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(_STATED_SQL, {**scope_params(tenant, session, as_of), "keys": keys})
+        columns = [c.name for c in cursor.description]
+        rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        if isinstance(row["data"], str):
+            row["data"] = json.loads(row["data"])
+    stale = set()
+    for unit in units:
+        for key, value in (unit.data or {}).get("facts", {}).items():
+            of_key = [r for r in rows if r["key"] == key]
+            current = [r for r in of_key if r["valid"]]
+            if current and not any(_states(r, value) for r in current):
+                stale.add(unit.pk)  # another value is current
+            elif not current and key not in _TIMELESS_KEYS and any(_states(r, value) for r in of_key):
+                stale.add(unit.pk)  # the value's own validity has ended
+            elif not current and any(r["superseded"] and _states(r, value) for r in of_key):
+                stale.add(unit.pk)  # replaced, and its successor has run out too
+    return stale
+
+
+def _current_first(tenant: Tenant, session: ChatSession, hits: list[RecallHit], as_of: datetime) -> list[RecallHit]:
+    """One ranked list over keyed facts and conversation units: a unit stating the value of a keyed fact
+    from the same message that is also a hit is dropped (one fact, said once), and units stating a
+    superseded or ended value follow every current hit, in their own order."""
+    keyed = [h.memory for h in hits if h.memory.key and not is_conversation_key(h.memory.key)]
+    units = [h.memory for h in hits if is_conversation_key(h.memory.key)]
+    if not units:
+        return hits
+    kept = []
+    for hit in hits:
+        memory = hit.memory
+        if is_conversation_key(memory.key) and memory.source_message_id is not None:
+            text = _squash(memory.content)
+            if any(
+                k.source_message_id == memory.source_message_id
+                and isinstance((k.data or {}).get(k.key), str | int)
+                and _squash(str(k.data[k.key])) in text
+                for k in keyed
+            ):
+                continue  # the same message's keyed fact, ranked with it, says it
+        kept.append(hit)
+    stale = _stale_units(tenant, session, [h.memory for h in kept if is_conversation_key(h.memory.key)], as_of)
+    for hit in kept:
+        hit.stale = hit.memory.pk in stale
+    return [h for h in kept if not h.stale] + [h for h in kept if h.stale]
+
+
 @require_session_id
 def recall(
     tenant: Tenant,
@@ -357,7 +444,7 @@ def recall(
         candidates = [h for h in candidates if h.memory.pk not in rule_ids]
         candidates.sort(key=lambda h: (-(h.fused * h.memory.relevance_score), str(h.memory.pk)))
         rule_hits.sort(key=lambda h: -h.memory.relevance_score)
-        hits = (rule_hits + candidates)[:k]
+        hits = _current_first(tenant, session, rule_hits + candidates, as_of)[:k]
         needs_confirmation = bool(hits) and max(h.score for h in hits) < CONFIRM_BELOW
         if record:
             mark_recalled(tenant, [h.memory.pk for h in hits])

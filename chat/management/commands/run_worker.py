@@ -7,6 +7,10 @@ command puts back in the queue the jobs of workers silent for longer than
 ``--stalled-after`` seconds, at start and then every ``--heartbeat`` seconds.
 A batch job resumes after its last finished item (``chat.batches``).
 
+It also writes the conversation memory that chat turns left unwritten (a
+web process that died between a reply and its memory write): at start and
+every ``--index-every`` seconds (``manage.py index_messages``).
+
 SIGTERM / SIGINT stop the worker gracefully: the item in flight finishes, the
 batch job goes back to the queue and the next worker resumes it.
 """
@@ -34,6 +38,25 @@ async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
     return len(list(jobs))
 
 
+async def index_unwritten_memory() -> int:
+    """Write the conversation memory of messages whose turn did not (``manage.py index_messages``)."""
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    from memory.management.commands.index_messages import index_all_pending
+
+    def sweep() -> int:
+        try:
+            return sum(index_all_pending().values())
+        finally:
+            connections.close_all()
+
+    count = await sync_to_async(sweep, thread_sensitive=False)()
+    if count:
+        logger.info("indexed %d chat message(s) into conversation memory", count)
+    return count
+
+
 class Command(BaseCommand):
     help = "Run the background worker for batch operations (procrastinate), recovering jobs of dead workers."
 
@@ -48,6 +71,12 @@ class Command(BaseCommand):
             type=float,
             default=30.0,
             help="A worker silent this many seconds is dead and its jobs run again (default 30).",
+        )
+        parser.add_argument(
+            "--index-every",
+            type=float,
+            default=60.0,
+            help="Seconds between sweeps for chat messages whose conversation memory is unwritten (default 60).",
         )
         parser.add_argument(
             "--poll",
@@ -72,7 +101,12 @@ class Command(BaseCommand):
 
         async with app.open_async():
             recovered = await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
-            self.stdout.write(f"run_worker: queue {BATCH_QUEUE}, {recovered} stalled job(s) recovered", ending="\n")
+            indexed = await index_unwritten_memory()
+            self.stdout.write(
+                f"run_worker: queue {BATCH_QUEUE}, {recovered} stalled job(s) recovered, "
+                f"{indexed} message(s) indexed into memory",
+                ending="\n",
+            )
             self.stdout.flush()
             worker = app.run_worker_async(
                 queues=[BATCH_QUEUE],
@@ -98,9 +132,17 @@ class Command(BaseCommand):
                 watcher.cancel()
 
     async def _watch(self, app: Any, options: Any) -> None:
+        loop = asyncio.get_running_loop()
+        next_index = loop.time() + options["index_every"]
         while True:
             await asyncio.sleep(options["heartbeat"])
             try:
                 await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
             except Exception:  # the worker's own loop reports database trouble
                 logger.exception("recovering stalled jobs failed; trying again later")
+            if loop.time() >= next_index:
+                next_index = loop.time() + options["index_every"]
+                try:
+                    await index_unwritten_memory()
+                except Exception:
+                    logger.exception("indexing unwritten conversation memory failed; trying again later")

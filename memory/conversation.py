@@ -1,0 +1,266 @@
+"""Conversation memory: every message of a chat becomes recallable units.
+
+The rules (``memory.rules``) recognise phones, orders, addresses and the like; most of what customers and
+agents say is none of those ("my birthday is in March", 「您的积分还有两千三」, "I painted a sunset last week").
+So after each turn, every user message and every reply is also stored as **conversation units**:
+
+* the message, redacted and cleaned of fillers, split into semantic units of at most 150 characters —
+  sentence boundaries first, then clause boundaries; a clause still too long is compressed
+  (``memory.compression.compress`` keeps every entity, number and code), never cut with ``text[:n]``;
+* type ``fact_reference`` (a statement of fact about the world the conversation refers to, the seed's
+  semantic layer), scoped to the end user so a customer who comes back in a new session finds it; it lives
+  ``conversation_memory_days`` (tenant setting, default 90: long enough for a customer who returns after a
+  month);
+* keyed by a hash of its text: the same sentence said again refreshes the unit (one live row per distinct
+  text and end user) instead of storing a copy;
+* linked to its source message and role, embedded and indexed like any memory, with the message before it
+  as lexical context (``memory.services.context_text``);
+* ``data["facts"]`` holds the current-state facts (``STATEFUL_KEYS``) the unit states, so recall can tell
+  a unit that states a superseded or expired value (the old address) from one that is still true.
+
+Units are written after the reply is complete (the reply never waits for them); a message is marked
+``memory_indexed_at`` in the same transaction as its units, so a process that dies in between leaves the
+message unmarked and :func:`index_pending` (run by the background worker at start and every minute) writes
+what is missing. Nothing here calls a model: embeddings are the store's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from chat.access import require_session_id
+from chat.models import ChatSession, Message
+from memory import services
+from memory.compression import clean, compress, detect_language, is_filler
+from memory.models import MAX_CONTENT, MemoryType
+from memory.redaction import redact
+from memory.rules import extract_facts
+from tenants.models import Tenant
+from tenants.rls import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+UNIT_TYPE = MemoryType.FACT_REFERENCE.value
+KEY_PREFIX = "conversation:"
+DEFAULT_RETENTION_DAYS = 90
+MAX_RETENTION_DAYS = 3650
+#: Keyed facts whose newer value makes an older one untrue (a person has one current phone, address,
+#: points balance …). A unit stating such a value is stale once the live keyed fact says otherwise or has
+#: expired; an order number or a mentioned date is history, never stale.
+STATEFUL_KEYS = frozenset(
+    {
+        "name", "phone", "email", "address", "birthday", "coupon", "points_balance", "membership", "account_id",
+        "ship_date", "delivery_date", "pickup_time", "appointment", "renewal_date", "expiry_date", "callback",
+        "batch_progress",
+    }
+)  # fmt: skip
+#: Messages younger than this are left to the turn that is writing them (``index_pending``).
+SETTLE = timedelta(seconds=60)
+
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；\n])")
+_CLAUSE = re.compile(r"(?<=[,;:，；：、])\s*|\s+(?=[—–])")
+_SPACE = re.compile(r"\s+")
+#: Acknowledgements that state nothing (「已记下」, "noted"): a unit made only of these (and punctuation) is
+#: not stored. ``is_filler`` covers greetings and thanks; these are the agent's receipts.
+_ACKNOWLEDGEMENT = re.compile(
+    r"好的|好|嗯+|收到|已?记下了?|记住了|已记录|明白了?|了解了?|没问题|可以的?|行|是的|对的?|"
+    r"(?i:ok(?:ay)?|noted|got it|sure|understood|will do|all right|alright|yes|right|great|perfect|fine)",
+)
+_NOISE = re.compile(r"[\s\W_]+")
+
+
+def _joiner(left: str, right: str) -> str:
+    """Latin pieces are joined with a space, CJK ones directly."""
+    return "" if detect_language(left[-1:] + right[:1]) == "zh" else " "
+
+
+def _pack(pieces: list[str], limit: int) -> list[str]:
+    """Greedily join consecutive pieces into units of at most ``limit`` characters."""
+    units: list[str] = []
+    current = ""
+    for piece in pieces:
+        candidate = f"{current}{_joiner(current, piece)}{piece}" if current else piece
+        if len(candidate) <= limit:
+            current = candidate
+            continue
+        if current:
+            units.append(current)
+        current = piece
+    if current:
+        units.append(current)
+    return units
+
+
+def _fit(sentence: str, limit: int) -> list[str]:
+    """A sentence as pieces of at most ``limit`` characters: itself, its clauses, or a clause compressed."""
+    if len(sentence) <= limit:
+        return [sentence]
+    pieces: list[str] = []
+    for clause in (c.strip() for c in _CLAUSE.split(sentence)):
+        if not clause:
+            continue
+        pieces.append(clause if len(clause) <= limit else compress(clause, limit=limit))
+    return [p for p in pieces if p]
+
+
+def split_units(text: str, *, limit: int = MAX_CONTENT) -> list[str]:
+    """The semantic units of one message: redacted, fillers removed, split at sentence and then clause
+    boundaries into units of at most ``limit`` characters (consecutive short sentences share a unit). A
+    message that is only filler or politeness (「好的，谢谢」, "OK.") has none. Pure."""
+    text = _SPACE.sub(" ", redact(text or "")).strip()
+    if not text or is_filler(text):
+        return []
+    sentences: list[str] = []
+    for raw in _SENTENCE.split(text):
+        raw = raw.strip()
+        if not raw or is_filler(raw):
+            continue
+        sentence = clean(raw)
+        if sentence:
+            sentences.extend(_fit(sentence, limit))
+    return [u for u in _pack(sentences, limit) if u and len(u) <= limit and not _says_nothing(u)]
+
+
+def _says_nothing(unit: str) -> bool:
+    """A unit that is only acknowledgement and punctuation."""
+    return not _NOISE.sub("", _ACKNOWLEDGEMENT.sub("", unit))
+
+
+def unit_key(content: str) -> str:
+    """The unit's key: one live unit per distinct text and end user (a repeat refreshes it)."""
+    normalised = _SPACE.sub("", content).casefold()
+    return KEY_PREFIX + hashlib.blake2b(normalised.encode(), digest_size=8).hexdigest()
+
+
+def is_conversation_key(key: str | None) -> bool:
+    return bool(key) and key.startswith(KEY_PREFIX)
+
+
+def retention_seconds(tenant: Tenant) -> int:
+    """How long a conversation unit lives: the tenant's ``conversation_memory_days`` (1 to 3650), else 90
+    days. A bad setting falls back to the default rather than failing a turn (the admin validates it)."""
+    raw = tenant.settings.get("conversation_memory_days") if isinstance(tenant.settings, dict) else None
+    days = raw if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= MAX_RETENTION_DAYS else None
+    return (days or DEFAULT_RETENTION_DAYS) * 86400
+
+
+def _squash(value: str) -> str:
+    return re.sub(r"[\s\-()（）]", "", value).casefold()
+
+
+def _stated_facts(text: str, role: str, now: datetime) -> list[tuple[str, str]]:
+    """The current-state facts a message states, as ``(key, value)``, by the same rules as extraction."""
+    try:
+        facts = extract_facts(text, role=role, now=now)
+    except Exception:  # a rule bug must not lose the message's units; extraction logs it too
+        return []
+    return [(f.key, f.value) for f in facts if f.key in STATEFUL_KEYS]
+
+
+@dataclass(frozen=True)
+class _Unit:
+    content: str
+    facts: dict[str, str]
+
+
+def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
+    """The units of one message with the stateful facts each states (a fact belongs to the unit whose text
+    contains its value)."""
+    units = split_units(text)
+    if not units:
+        return []
+    stated = _stated_facts(text, role, now)
+    out = []
+    for content in units:
+        squashed = _squash(content)
+        out.append(_Unit(content, {k: v for k, v in stated if _squash(v) and _squash(v) in squashed}))
+    return out
+
+
+@require_session_id
+def index_messages(
+    tenant: Tenant, session: ChatSession, messages: Sequence[Message], *, previous_text: str = ""
+) -> int:
+    """Write the conversation units of ``messages`` (of ``session``, in order) and mark each message
+    indexed, in one transaction: either a message has all its units and its mark, or neither. Messages
+    already marked are skipped, so calling it twice writes nothing twice. ``previous_text`` is the message
+    before the first one (lexical context of its units). Returns how many units were written or refreshed."""
+    written = 0
+    ttl = retention_seconds(tenant)
+    with tenant_scope(tenant):
+        ids = [m.pk for m in messages]
+        pending = set(
+            Message.objects.for_tenant(tenant)
+            .filter(pk__in=ids, memory_indexed_at__isnull=True)
+            .select_for_update(skip_locked=True)  # another writer has it: that writer marks it
+            .values_list("pk", flat=True)
+        )
+        before = previous_text
+        for message in messages:
+            if message.pk in pending and message.role in (Message.Role.USER, Message.Role.ASSISTANT):
+                units = message_units(message.text, message.role, message.created_at)
+                items = [
+                    services.MemoryItem(
+                        type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
+                        data={"source": "conversation", "role": message.role, "facts": u.facts},
+                    )
+                    for u in units
+                ]  # fmt: skip
+                if items:
+                    actor = services.END_USER if message.role == Message.Role.USER else services.SYSTEM
+                    written += len(
+                        services.write_memories(
+                            tenant, session, items, source_message=message, source_role=message.role, actor=actor,
+                            context=f"{before}\n{message.text}",
+                        )
+                    )  # fmt: skip
+            before = message.text
+        if pending:
+            Message.objects.for_tenant(tenant).filter(pk__in=pending).update(memory_indexed_at=timezone.now())
+    return written
+
+
+def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 500, now: datetime | None = None) -> int:
+    """Index the tenant's messages that a turn stored but did not index (its process died, or the write
+    failed), oldest first, at most ``limit`` messages; messages younger than ``settle`` are left to their
+    turn. Returns how many messages were indexed."""
+    cutoff = (now or timezone.now()) - settle
+    with tenant_scope(tenant):
+        rows = list(
+            Message.objects.for_tenant(tenant)
+            .filter(memory_indexed_at__isnull=True, role__in=[Message.Role.USER, Message.Role.ASSISTANT])
+            .exclude(status=Message.Status.FAILED)
+            .filter(created_at__lt=cutoff)
+            .select_related("session")
+            .order_by("session_id", "seq")[:limit]
+        )
+    done = 0
+    by_session: dict[Any, list[Message]] = {}
+    for message in rows:
+        by_session.setdefault(message.session_id, []).append(message)
+    for batch in by_session.values():
+        session = batch[0].session
+        with tenant_scope(tenant):
+            previous = (
+                Message.objects.for_tenant(tenant)
+                .filter(session=session, seq__lt=batch[0].seq)
+                .exclude(role=Message.Role.TOOL)
+                .order_by("-seq")
+                .values_list("text", flat=True)
+                .first()
+            )
+        try:
+            index_messages(tenant, session, batch, previous_text=previous or "")
+        except Exception:  # one session's failure must not stop the others; the next sweep retries it
+            logger.exception("indexing %d message(s) of session %s failed", len(batch), session.pk)
+            continue
+        done += len(batch)
+    return done

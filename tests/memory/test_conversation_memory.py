@@ -1,0 +1,232 @@
+"""Conversation memory through the chat path: what customers and agents say is recallable later.
+
+Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.services.run_turn``) with the fake
+model answering the agent's scripted reply; every question goes through ``POST /api/v1/memories/recall`` from
+a new session of the same end user — what a customer who comes back gets.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from tests.conftest import TenantCtx, open_session
+from tests.fake_ollama import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EN_FACTS = {
+    3: ("I'm planning a party, my birthday is on the twelfth of March.", "Lovely! Happy early birthday."),
+    17: ("When will my blender ship?", "Your blender leaves our warehouse on the fifth of December."),
+    29: ("Any discount for me?", "I added a spring voucher to your account; it stays valid until the end of June."),
+    41: ("How many points do I have now?", "Your loyalty balance is 2,380 points after the last purchase."),
+}
+EN_FILLER = [
+    ("Do you sell kitchen scales?", "Yes, we have three models of kitchen scales."),
+    ("What colours does the kettle come in?", "The kettle comes in black, white and sage green."),
+    ("Is delivery free over fifty pounds?", "Yes, standard delivery is free above fifty pounds."),
+    ("Can I pay with PayPal?", "Yes, PayPal is accepted at checkout."),
+    ("Do you have a store in Leeds?", "We have a showroom in Leeds on Briggate."),
+]
+ZH_FACTS = {
+    4: ("我下个月要过生日，我是三月十二号生日", "好的，提前祝您生日快乐！"),
+    18: ("我那台空气炸锅什么时候发？", "您的空气炸锅预计十二月五号从仓库发出。"),
+    30: ("有没有优惠？", "已经给您账户里放了一张春季满减券，六月底前都能用。"),
+    42: ("我现在积分有多少？", "您上次购物后会员积分余额是两千三百八十分。"),
+}
+ZH_FILLER = [
+    ("你们有卖厨房秤吗？", "有的，我们有三款厨房秤。"),
+    ("电水壶有哪些颜色？", "电水壶有黑色、白色和浅绿色。"),
+    ("满多少包邮？", "满九十九元就包邮。"),
+    ("可以用支付宝付款吗？", "可以的，结算时选择支付宝即可。"),
+    ("你们在杭州有门店吗？", "杭州门店在湖滨银泰三楼。"),
+]
+
+
+def _talk(ctx: TenantCtx, fake: Any, sid: str, user: str, agent: str) -> dict[str, Any]:
+    fake.script(Reply(text=agent))
+    response = ctx.client.post(f"/api/v1/sessions/{sid}/messages", {"text": user}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def _dialogue(ctx: TenantCtx, fake: Any, end_user: str, facts: dict, filler: list, turns: int = 60) -> None:
+    sid = open_session(ctx, end_user)["session_id"]
+    for turn in range(1, turns + 1):
+        user, agent = facts.get(turn, filler[turn % len(filler)])
+        _talk(ctx, fake, sid, user, agent)
+
+
+def _recall(ctx: TenantCtx, end_user: str, query: str, **extra: Any) -> list[dict[str, Any]]:
+    """Recall from a new session of ``end_user`` (a customer who comes back)."""
+    sid = open_session(ctx, end_user)["session_id"]
+    response = ctx.client.post(
+        "/api/v1/memories/recall", {"query": query, "k": 5, **extra}, format="json", HTTP_X_SESSION_ID=sid
+    )
+    assert response.status_code == 200, response.content
+    return [r["memory"] for r in response.json()["results"]]
+
+
+def _memories(ctx: TenantCtx, **filters: Any) -> list[Any]:
+    from memory.models import MemoryUnit
+    from tenants.rls import tenant_scope
+
+    with tenant_scope(ctx.tenant):
+        return list(MemoryUnit.objects.for_tenant(ctx.tenant).filter(**filters).order_by("created_at", "id"))
+
+
+def _messages(ctx: TenantCtx, sid: str) -> list[Any]:
+    from chat.models import Message
+    from tenants.rls import tenant_scope
+
+    with tenant_scope(ctx.tenant):
+        return list(Message.objects.for_tenant(ctx.tenant).filter(session_id=sid).order_by("seq"))
+
+
+def _found(memories: list[dict[str, Any]], *needles: str) -> bool:
+    return any(all(n.casefold() in m["content"].casefold() for n in needles) for m in memories)
+
+
+def test_sixty_english_turns_are_recallable_from_a_new_session(globex, fake_ollama):
+    _dialogue(globex, fake_ollama, "alice", EN_FACTS, EN_FILLER)
+    assert _found(_recall(globex, "alice", "When is my birthday?"), "twelfth of March")
+    assert _found(_recall(globex, "alice", "When does my blender ship?"), "fifth of December")
+    assert _found(_recall(globex, "alice", "Until when is my voucher valid?"), "end of June")
+    assert _found(_recall(globex, "alice", "What is my points balance?"), "2,380")
+
+
+def test_sixty_chinese_turns_are_recallable_from_a_new_session(acme, fake_ollama):
+    _dialogue(acme, fake_ollama, "wang", ZH_FACTS, ZH_FILLER)
+    assert _found(_recall(acme, "wang", "我生日是哪天？"), "三月十二号")
+    assert _found(_recall(acme, "wang", "空气炸锅哪天发货？"), "十二月五号")
+    assert _found(_recall(acme, "wang", "那张优惠券什么时候过期"), "六月底")
+    assert _found(_recall(acme, "wang", "我还有多少积分"), "两千三百八十")
+
+
+def test_each_unit_is_a_linked_fact_reference_in_the_message_language(acme, fake_ollama):
+    sid = open_session(acme, "lin")["session_id"]
+    turn = _talk(acme, fake_ollama, sid, "I live in Shenzhen and I prefer e-mail over phone calls.", "好的，已记下。")
+    units = _memories(acme, source_message_id=turn["message_id"], data__source="conversation")
+    assert [u.content for u in units] == ["I live in Shenzhen and I prefer e-mail over phone calls."]
+    assert units[0].type == "fact_reference"
+    assert units[0].source_role == "user"
+    assert units[0].session_id is None  # the end user's: a new session finds it
+    lifetime = units[0].expires_at - units[0].created_at
+    assert lifetime == timedelta(days=90)
+    # the agent's "OK, noted" carries no fact: no unit
+    assert not _memories(acme, source_message_id=turn["reply_id"], data__source="conversation")
+
+
+def test_the_tenant_sets_how_long_conversation_memories_live(acme, fake_ollama):
+    acme.tenant.settings = {**acme.tenant.settings, "conversation_memory_days": 7}
+    acme.tenant.save()
+    sid = open_session(acme, "lin")["session_id"]
+    turn = _talk(acme, fake_ollama, sid, "我家猫叫豆豆，对鸡肉过敏。", "记住了。")
+    [unit] = _memories(acme, source_message_id=turn["message_id"], data__source="conversation")
+    assert unit.expires_at - unit.created_at == timedelta(days=7)
+
+
+def test_a_long_message_is_split_at_sentences_into_units_of_at_most_150_characters(acme, fake_ollama):
+    sentence = "第{i}件事：包裹编号是 PKG-{i:04d}，里面有{i}本书，请在周{d}送到前台。"
+    text = "".join(sentence.format(i=i, d=i % 7 + 1) for i in range(1, 12))
+    sid = open_session(acme, "lin")["session_id"]
+    turn = _talk(acme, fake_ollama, sid, text, "收到。")
+    units = _memories(acme, source_message_id=turn["message_id"], data__source="conversation")
+    contents = [u.content for u in units]
+    assert all(len(c) <= 150 for c in contents)
+    joined = "".join(contents)
+    for i in range(1, 12):  # every code survives: split, never cut
+        assert f"PKG-{i:04d}" in joined
+
+
+def test_a_changed_address_is_served_as_the_new_one_and_the_old_one_only_as_of_then(acme, fake_ollama):
+    sid = open_session(acme, "zhao")["session_id"]
+    _talk(acme, fake_ollama, sid, "我的地址是北京市朝阳区建国路88号", "好的，已记录您的地址：北京市朝阳区建国路88号。")
+    before_move = timezone.now()
+    _talk(acme, fake_ollama, sid, "我搬家了，新地址是上海市浦东新区世纪大道100号", "好的，地址已更新。")
+
+    now = _recall(acme, "zhao", "我现在的地址是哪里")
+    first_with_address = next(m for m in now if "路" in m["content"] or "大道" in m["content"])
+    assert "世纪大道100号" in first_with_address["content"]
+    old_rank = [i for i, m in enumerate(now) if "建国路88号" in m["content"]]
+    new_rank = [i for i, m in enumerate(now) if "世纪大道100号" in m["content"]]
+    assert not old_rank or min(old_rank) > max(new_rank)  # never above the current address
+
+    then = _recall(acme, "zhao", "我的地址", as_of=before_move.isoformat())
+    assert any("建国路88号" in m["content"] for m in then)
+    assert not any("世纪大道" in m["content"] for m in then)
+
+
+def test_keyed_fact_content_follows_the_message_language_not_the_tenants(acme, globex, fake_ollama):
+    zh_sid = open_session(acme, "mixed")["session_id"]  # acme's default language is Chinese
+    _talk(acme, fake_ollama, zh_sid, "My email is mixed@example.com", "Noted.")
+    en_sid = open_session(globex, "mixed")["session_id"]  # globex's is English
+    _talk(globex, fake_ollama, en_sid, "我的邮箱是 mixed@example.com", "好的。")
+    [zh_tenant_fact] = _memories(acme, key="email")
+    [en_tenant_fact] = _memories(globex, key="email")
+    assert zh_tenant_fact.content.startswith("User")
+    assert "邮箱" not in zh_tenant_fact.content
+    assert "邮箱" in en_tenant_fact.content
+
+
+def test_a_turn_killed_after_its_reply_loses_no_memory_once_the_worker_sweeps(acme, fake_ollama, tmp_path):
+    """A process that dies between the reply and the write: its messages are stored, unindexed; the
+    worker's sweep at start (``manage.py index_messages``, what ``run_worker`` runs) writes their units."""
+    sid = open_session(acme, "kim")["session_id"]
+    fake_ollama.script(Reply(text="Your parcel will be handed to the courier on Friday morning."))
+    script = tmp_path / "turn_then_die.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio, os, sys
+            sys.path.insert(0, {str(ROOT)!r})
+            os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+            import django
+            django.setup()
+            from django.conf import settings
+            settings.OLLAMA_HOST = {fake_ollama.host!r}
+            from chat.models import ChatSession
+            from chat.services import run_turn
+            from tenants.models import Tenant
+            from tenants.rls import tenant_scope
+            tenant = Tenant.objects.get(slug="acme")
+            with tenant_scope(tenant):
+                session = ChatSession.objects.for_tenant(tenant).get(pk={sid!r})
+
+            async def die(result):
+                print("done", result.message_id, flush=True)
+                os._exit(9)  # killed after the reply, before the write
+
+            asyncio.run(run_turn(tenant, session, "I collect stamps from Iceland.", on_done=die))
+            """
+        )
+    )
+    env = {**os.environ, "MEMDESK_DB_NAME": connection.settings_dict["NAME"], "LOG_LEVEL": "WARNING"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    assert proc.stdout.startswith("done")
+
+    stored = _messages(acme, sid)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert all(m.memory_indexed_at is None for m in stored)
+    assert not _found(_recall(acme, "kim", "Which country are my stamps from?"), "Iceland")
+
+    out = subprocess.run(
+        [sys.executable, "manage.py", "index_messages", "--settle", "0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert _found(_recall(acme, "kim", "Which country are my stamps from?"), "Iceland")
+    assert _found(_recall(acme, "kim", "When does my parcel go to the courier?"), "Friday morning")
+    assert all(m.memory_indexed_at is not None for m in _messages(acme, sid))
