@@ -81,6 +81,8 @@ class MemoryUnit(TenantOwned):
         indexes = [
             # Recall scans one end user's (or one session's) rows exactly; see docs/memory.md.
             models.Index(fields=["tenant", "end_user", "expires_at"], name="mem_scope_user"),
+            # The recent window of recall's vector leg: an end user's newest rows first (docs/memory.md).
+            models.Index(fields=["tenant", "end_user", "-created_at"], name="mem_user_recent"),
             models.Index(fields=["session", "expires_at"], name="mem_scope_session"),
             models.Index(fields=["tenant", "expires_at"], name="mem_tenant_expiry"),
             GinIndex(fields=["search_vector"], name="mem_search_vector"),

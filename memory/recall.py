@@ -61,6 +61,9 @@ DEFAULT_TUNING = {
     "w_lexical": 1.0,
     "rrf_k": 10,
     "candidates": 50,
+    #: The vector leg compares the query with the scope's most recent rows, at most this many (see
+    #: "Long histories" in docs/memory.md); the lexical leg reads every row in scope that shares a word.
+    "vector_window": 2000,
     "min_similarity": 0.2,
     "bm25_k1": 1.2,
     "bm25_b": 0.75,
@@ -129,6 +132,8 @@ WITH scoped AS MATERIALIZED (
     SELECT m.id, m.embedding, m.embedding_model, m.search_vector
     FROM memory_memoryunit m
     WHERE {scope}
+    ORDER BY m.created_at DESC
+    LIMIT %(window)s
 ),
 vec AS (
     SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
@@ -144,25 +149,37 @@ FROM vec FULL OUTER JOIN lex ON vec.id = lex.id
 
 _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk WHERE false)"
 
-#: The lexical leg: Okapi BM25 over the scoped rows. Each query term's document frequency is counted among the
-#: rows this session may see (a speaker's or the user's own name, in every memory, weighs almost nothing; a rare
-#: word weighs a lot — ``ts_rank_cd`` has no idf and ranked them alike). Term frequency is binary (memories are
-#: at most 150 characters) with two levels: a term in the memory's own text (``search_vector`` lexemes of the
-#: default weight D) counts ``OWN_TF``, a term only in its conversational context (the message before the
-#: source message, weight C — ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses
-#: the number of distinct lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the
-#: confidence behind ``needs_confirmation``; a match only in the context never raises it.
+#: The lexical leg: Okapi BM25 over every row in scope that contains a query term (``hits``: the GIN index
+#: on ``search_vector`` finds them, so a rare word costs a few rows however long the history is). Each query
+#: term's document frequency is counted among the rows this session may see (rows without any query term add
+#: nothing to any term's count): a speaker's or the user's own name, in every memory, weighs almost nothing;
+#: a rare word weighs a lot — ``ts_rank_cd`` has no idf and ranked them alike. ``n`` is the scope's row
+#: count; past the recent window it is the end user's live rows, counted on the ``mem_scope_user`` index
+#: alone (other sessions' session rows included: an estimate, for idf only). The average length comes from
+#: the recent window, a sample of the same rows. Term frequency is binary (memories are at most 150 characters) with two levels:
+#: a term in the memory's own text (``search_vector`` lexemes of the default weight D) counts ``OWN_TF``, a
+#: term only in its conversational context (the message before the source message, weight C —
+#: ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses the number of distinct
+#: lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the confidence behind
+#: ``needs_confirmation``; a match only in the context never raises it.
 _LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
 tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
+hits AS MATERIALIZED (
+    SELECT m.id, m.search_vector FROM memory_memoryunit m CROSS JOIN tq WHERE {scope} AND m.search_vector @@ tq.q_any
+),
 stats AS MATERIALIZED (
-    SELECT count(*)::float AS n, GREATEST(avg(length(s.search_vector)), 1)::float AS avglen, {dfs}
-    FROM scoped s CROSS JOIN tq
+    SELECT (SELECT CASE WHEN count(*) < %(window)s THEN count(*)
+                        ELSE (SELECT count(*) FROM memory_memoryunit m WHERE m.tenant_id = %(tenant)s
+                              AND m.end_user_id = %(end_user)s AND m.expires_at > %(as_of)s) END
+            FROM scoped)::float AS n,
+           (SELECT GREATEST(avg(length(search_vector)), 1) FROM scoped)::float AS avglen, {dfs}
+    FROM hits s CROSS JOIN tq
 ),
 matched AS MATERIALIZED (
     SELECT id, {levels}, norm FROM (
         SELECT s.id, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
                %(k1)s * (1 - %(b)s + %(b)s * length(s.search_vector) / st.avglen) AS norm
-        FROM scoped s CROSS JOIN tq CROSS JOIN stats st WHERE s.search_vector @@ tq.q_any
+        FROM hits s CROSS JOIN stats st
     ) m CROSS JOIN tq
 ),
 lex AS (
@@ -201,6 +218,7 @@ def _lex_sql(n_terms: int) -> str:
         for i in terms
     )
     return _LEX_SQL.format(
+        scope=SCOPE_SQL,
         queries=", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in terms),
         any_term=" || ".join(f"q{i}" for i in terms),
         dfs=", ".join(f"count(*) FILTER (WHERE s.search_vector @@ tq.q{i})::float AS df{i}" for i in terms),
@@ -277,6 +295,7 @@ def _candidate_stage(
     params: dict[str, Any] = {
         **scope_params(tenant, session, as_of),
         "n": int(knobs["candidates"]),
+        "window": int(knobs["vector_window"]),
         "k1": float(knobs["bm25_k1"]),
         "b": float(knobs["bm25_b"]),
     }

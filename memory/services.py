@@ -115,8 +115,9 @@ def valid_q(as_of: datetime) -> Q:
 
 
 #: Memories visible to a session (``scope_q``) and valid at ``as_of`` (``valid_q``), in SQL, for the hot
-#: reads of a chat turn that skip the ORM's query compiler (``fetch_memories``).
-SCOPE_SQL = """m.tenant_id = %(tenant)s
+#: reads of a chat turn that skip the ORM's query compiler (``fetch_memories``). ``end_user_id`` holds for
+#: both branches (a session's memories are its end user's), so indexes led by (tenant, end user) serve it.
+SCOPE_SQL = """m.tenant_id = %(tenant)s AND m.end_user_id = %(end_user)s
     AND ((m.type = ANY(%(session_types)s) AND m.session_id = %(session)s)
          OR (m.type <> ALL(%(session_types)s) AND m.end_user_id = %(end_user)s))
     AND m.created_at <= %(as_of)s AND m.expires_at > %(as_of)s"""

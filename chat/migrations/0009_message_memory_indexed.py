@@ -4,20 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat', '0008_message_user_recent'),
-        ('tenants', '0003_tenant_last_cleanup_at'),
+        ("chat", "0008_message_user_recent"),
+        ("tenants", "0003_tenant_last_cleanup_at"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='memory_indexed_at',
+            model_name="message",
+            name="memory_indexed_at",
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(condition=models.Q(('memory_indexed_at__isnull', True), ('role__in', ['user', 'assistant'])), fields=['tenant', 'created_at'], name='message_unindexed'),
+            model_name="message",
+            index=models.Index(
+                condition=models.Q(("memory_indexed_at__isnull", True), ("role__in", ["user", "assistant"])),
+                fields=["tenant", "created_at"],
+                name="message_unindexed",
+            ),
         ),
     ]
