@@ -151,17 +151,17 @@ _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk
 
 #: The lexical leg: Okapi BM25 over every row in scope that contains a query term (``hits``: the GIN index
 #: on ``search_vector`` finds them, so a rare word costs a few rows however long the history is). Each query
-#: term's document frequency is counted among the rows this session may see (rows without any query term add
-#: nothing to any term's count): a speaker's or the user's own name, in every memory, weighs almost nothing;
-#: a rare word weighs a lot — ``ts_rank_cd`` has no idf and ranked them alike. ``n`` is the scope's row
-#: count; past the recent window it is the end user's live rows, counted on the ``mem_scope_user`` index
+#: term's document frequency is counted among the rows this session may see (rows without any query term
+#: add nothing to any term's count): a speaker's or the user's own name, in every memory, weighs almost
+#: nothing; a rare word weighs a lot — ``ts_rank_cd`` has no idf and ranked them alike. ``n`` is the scope's
+#: row count; past the recent window it is the end user's live rows, counted on the ``mem_scope_user`` index
 #: alone (other sessions' session rows included: an estimate, for idf only). The average length comes from
-#: the recent window, a sample of the same rows. Term frequency is binary (memories are at most 150 characters) with two levels:
-#: a term in the memory's own text (``search_vector`` lexemes of the default weight D) counts ``OWN_TF``, a
-#: term only in its conversational context (the message before the source message, weight C —
-#: ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses the number of distinct
-#: lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the confidence behind
-#: ``needs_confirmation``; a match only in the context never raises it.
+#: the recent window, a sample of the same rows. Term frequency is binary (memories are at most 150
+#: characters) with two levels: a term in the memory's own text (``search_vector`` lexemes of the default
+#: weight D) counts ``OWN_TF``, a term only in its conversational context (the message before the source
+#: message, weight C — ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses the
+#: number of distinct lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the
+#: confidence behind ``needs_confirmation``; a match only in the context never raises it.
 _LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
 tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
 hits AS MATERIALIZED (
