@@ -85,6 +85,7 @@ _TEXT = {
         "fact_sep": "，",
         "memories": "【相关记忆】",
         "confirm": "召回的记忆不够可靠：如果回答依赖用户的订单、账户或之前提到的信息，请先向用户确认，不要猜测。",
+        "forgotten": "用户说以下信息不是他本人的，已从记忆中删除；请在回复中告诉用户已删除：",
         "reset": "用户切换了话题：下面较早的对话属于上一个话题，仅作背景；<|memory_anchor|> 中的用户事实仍然有效。",
     },
     "en": {
@@ -98,6 +99,10 @@ _TEXT = {
         "reset": (
             "The user has switched topic: the earlier conversation below belongs to the previous topic and is "
             "background only; the user facts in <|memory_anchor|> still hold."
+        ),
+        "forgotten": (
+            "The user says the following is not theirs; it has been removed from memory. Tell the user in your "
+            "reply that it was removed: "
         ),
     },
 }
@@ -139,6 +144,8 @@ class PromptParts:
     context_reset: bool = False
     needs_confirmation: bool = False
     language: str = "zh"
+    #: Memories the user disowned this turn (「这不是我的电话」): the reply must acknowledge their removal.
+    forgotten: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -235,6 +242,8 @@ def _system_text(parts: PromptParts, state: _State, lang: str) -> str:
         sections.append("\n".join([text["memories"], *(f"- {defuse_markup(m)}" for _, m in state.memories)]))
     if parts.needs_confirmation:
         sections.append(text["confirm"])
+    if parts.forgotten:
+        sections.append(text["forgotten"] + text["fact_sep"].join(defuse_markup(f) for f in parts.forgotten))
     if parts.context_reset:
         # Last in the system message, i.e. right before the recent turns: it
         # divides what is current (the anchor, context and memories above, all

@@ -450,6 +450,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             context_reset=session.context_reset_pending,
             needs_confirmation=result.needs_confirmation,
             language=tenant.language,
+            forgotten=extraction.forgotten,
         )
         tools = {t.name: t for t in Tool.objects.for_tenant(tenant).order_by("name")} if state.has_tools else {}
         built = prompt_mod.build_prompt(

@@ -23,7 +23,7 @@ from memory.compression import compress
 from memory.llm_extraction import extract_facts_with_model
 from memory.models import MemoryType, MemoryUnit
 from memory.redaction import redact, redact_obj
-from memory.rules import Fact, extract_facts, is_confirmation
+from memory.rules import Fact, disowned_keys, extract_facts, is_confirmation
 from memory.topics import detect_topic_switch
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -39,6 +39,8 @@ class ExtractionResult:
     confirmation: bool = False
     topic_switch: Any = None
     retired: int = 0
+    #: The contents of the keyed memories the user said are not theirs (expired this turn).
+    forgotten: list[str] = field(default_factory=list)
 
 
 def _previous_text(tenant: Tenant, session: ChatSession, message: Message) -> str:
@@ -72,6 +74,9 @@ def extract_and_store(
         if switch is not None:
             result.topic_switch = switch
             result.retired = do_topic_switch(tenant, session, switch.new_topic, reason=switch.reason)
+        disowned = disowned_keys(text)
+        if disowned:
+            result.forgotten = do_disown(tenant, session, disowned, message)
     try:
         facts = extract_facts(text, role=role, now=message.created_at)  # content in the message's own language
     except Exception:  # an extractor bug must not lose the turn; it is logged and fixed
@@ -132,3 +137,22 @@ def do_topic_switch(tenant: Tenant, session: ChatSession, new_topic: str, *, rea
     session.context_reset_pending = True
     session.topic = new_topic[:200]
     return len(old)
+
+
+@require_session_id
+def do_disown(tenant: Tenant, session: ChatSession, keys: list[str], message: Message) -> list[str]:
+    """The user says the stored value of ``keys`` is not theirs (「这不是我的电话」, "that's not my number"):
+    expire those live memories, with an ``end_user`` event naming the message. Returns their contents, for
+    the reply to acknowledge. A wrong keyed fact is worse than none: it anchors every later prompt."""
+    now = timezone.now()
+    with tenant_scope(tenant):
+        live = list(
+            services.visible_memories(tenant, session)
+            .filter(key__in=keys, superseded_at__isnull=True, created_at__lte=now, expires_at__gt=now)
+            .order_by("created_at")
+        )
+        for memory in live:
+            services.do_expire_memory(
+                tenant, memory, actor=services.END_USER, note=f"the user said it is not theirs (message {message.pk})"
+            )
+    return [memory.content for memory in live]

@@ -2,10 +2,34 @@
 
 :func:`extract_facts` turns one chat message into typed :class:`Fact` objects for customer-service entities —
 names, phone numbers, e-mails, order and tracking numbers, coupons, amounts, dates, addresses, products and the
-session topic — in Chinese and English. Each fact carries its memory type and lifetime from :data:`LIFETIMES`, a
-compressed human sentence (≤150 characters, in the message's language) and structured ``data``.
+session topic, plus the Chinese customer-service facts of :mod:`memory.rules_cs` (dated events, account ids,
+membership tiers, points balances, promised callbacks, batch progress) — in Chinese and English. Each fact carries
+its memory type and lifetime from :data:`LIFETIMES`, a compressed human sentence (≤150 characters, in the message's
+language) and structured ``data``.
 
-Secrets are redacted before extraction: a password or card number never becomes a fact. No database access.
+Whose a profile fact is decides its key (:mod:`memory.ownership`). ``phone``, ``email``, ``address``, ``name`` and
+``birthday`` are emitted only for the END USER's own value: the user speaking of themselves (「我的手机号是…」, a
+bare number the user types) or the agent confirming the user's (「您的手机号是…」, "the address on your account").
+What belongs to someone else never lands on those keys, so it can never replace the user's anchor facts:
+
+- a number or address the agent gives for a place, a company, a shop or a courier (「您可以打010-…这个号码」,
+  「门店地址在…」, "our support line is …"), hotlines (400-/800-/95xxx, toll-free), and values inside quotes or
+  after 「例如」/"e.g." give no keyed fact at all (the message itself is still indexed as conversation);
+- a person the user names (「我老婆的电话是…」, "my mom's address is …") gives ``contact_phone`` /
+  ``contact_address`` (``data["contact"]`` holds who: 「我老婆」, "wife"); the user's workplace (「寄到我公司…」,
+  "my office address") gives ``work_address``. Their e-mails, names and birthdays give nothing. A work phone or
+  e-mail stays ``phone``/``email``: it is still how to reach the user. None of these keys is an anchor key; all
+  three are ``fact_reference``.
+- a friend's order number (「我朋友的订单号…」) or one in an example (「订单号格式如…」) gives no ``order_id``.
+
+:func:`disowned_keys` names the profile keys the user says are not theirs (「这不是我的电话」, "that email isn't
+mine"). Secrets are redacted before extraction: a password or card number never becomes a fact. No database access.
+
+The pipeline is spread over modules of one concept each: :mod:`memory.rules_state` (the shared state),
+:mod:`memory.rules_dates` (dates, coupon validity), :mod:`memory.phones`, :mod:`memory.numerals` (Chinese numerals
+via ``cn2an``), :mod:`memory.ownership`, :mod:`memory.rules_cs`, :mod:`memory.confirmation` (changes and
+confirmations) and :mod:`memory.rules_content` (the sentences); this module holds the table, the remaining
+extractors, their order and the entry points.
 """
 
 from __future__ import annotations
@@ -13,21 +37,47 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from decimal import Decimal, InvalidOperation
+from datetime import UTC, datetime
 from typing import Any
 
 from memory.compression import (
     SURNAMES,
     Language,
-    compress,
     detect_language,
     is_chinese_name,
     pos_cut,
 )
+from memory.confirmation import is_change, is_confirmation
+from memory.numerals import CN_NUMBER, parse_number
+from memory.ownership import disowned_mentions, is_quoted_or_example
+from memory.phones import find_phones
 from memory.redaction import redact
+from memory.rules_content import CONTENT_LIMIT, content
+from memory.rules_cs import (
+    extract_accounts,
+    extract_batches,
+    extract_callbacks,
+    extract_event_dates,
+    extract_membership,
+    extract_points,
+)
+from memory.rules_dates import extract_dates, parse_expiry
+from memory.rules_state import CJK as _CJK
+from memory.rules_state import SEP as _SEP
+from memory.rules_state import A as _A
+from memory.rules_state import Extraction as _Extraction
+from memory.rules_state import Found as _Found
+from memory.rules_state import Z as _Z
 
-__all__ = ["LIFETIMES", "Fact", "detect_language", "extract_facts", "is_confirmation"]
+__all__ = [
+    "CONTENT_LIMIT",
+    "LIFETIMES",
+    "Fact",
+    "detect_language",
+    "disowned_keys",
+    "extract_facts",
+    "is_confirmation",
+]
 
 DAY = 86_400
 
@@ -37,6 +87,13 @@ LIFETIMES: dict[str, tuple[str, int]] = {
     "phone": ("user_profile", 30 * DAY),
     "email": ("user_profile", 30 * DAY),
     "address": ("user_profile", 30 * DAY),
+    "account_id": ("user_profile", 30 * DAY),
+    "membership": ("user_profile", 30 * DAY),
+    "birthday": ("user_profile", 365 * DAY),  # a birthday does not change; a year covers the next one
+    # Someone else's contact details the user gave on purpose (never the anchor's phone or address).
+    "contact_phone": ("fact_reference", 30 * DAY),
+    "contact_address": ("fact_reference", 30 * DAY),
+    "work_address": ("fact_reference", 30 * DAY),
     # References to things outside the chat: an order lives through its return and refund window, a parcel
     # through its delivery, a product the user asked about only while the interest is fresh.
     "order_id": ("fact_reference", 30 * DAY),
@@ -44,6 +101,17 @@ LIFETIMES: dict[str, tuple[str, int]] = {
     "product": ("fact_reference", 7 * DAY),
     "coupon": ("fact_reference", 30 * DAY),  # replaced by the coupon's own expiry when the message states it
     "organization": ("fact_reference", 30 * DAY),
+    # Dated events (memory.rules_cs): a parcel's dates through its delivery, a booking up to a month ahead, a
+    # renewal or an expiry a season ahead; a promised callback a week (or a day after its due time).
+    "ship_date": ("fact_reference", 14 * DAY),
+    "delivery_date": ("fact_reference", 14 * DAY),
+    "pickup_time": ("fact_reference", 7 * DAY),
+    "appointment": ("fact_reference", 30 * DAY),
+    "renewal_date": ("fact_reference", 90 * DAY),
+    "expiry_date": ("fact_reference", 90 * DAY),
+    "callback": ("fact_reference", 7 * DAY),
+    "points_balance": ("fact_reference", 7 * DAY),  # a balance moves with every order
+    "batch_progress": ("fact_reference", 3 * DAY),
     # Meaningful only inside the current conversation: cleared on a topic switch (S10).
     "amount": ("session_state", DAY),
     "date": ("session_state", DAY),
@@ -51,7 +119,12 @@ LIFETIMES: dict[str, tuple[str, int]] = {
     "current_topic": ("session_state", DAY),
 }
 
-CONTENT_LIMIT = 150
+#: The profile keys whose owner decides the key; what the owner turns them into (None: no keyed fact).
+_BY_OWNER: dict[str, dict[str, str | None]] = {
+    "phone": {"user": "phone", "work": "phone", "contact": "contact_phone", "other": None},
+    "address": {"user": "address", "work": "work_address", "contact": "contact_address", "other": None},
+    "email": {"user": "email", "work": "email", "contact": None, "other": None},
+}
 
 
 @dataclass(frozen=True)
@@ -70,277 +143,6 @@ class Fact:
     expires_in: int
     data: dict[str, Any] = field(hash=False)
     change: bool = False
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Building blocks
-# --------------------------------------------------------------------------------------------------------------
-
-_CJK = "\u4e00-\u9fff"
-_A = r"(?<![A-Za-z0-9_])"
-_Z = r"(?![A-Za-z0-9_])"
-_SEP = r"\s*(?:是|为|:|：|=|is|was)?\s*"
-_CLAUSE_END = "，。；！？,;!?\n"
-
-
-@dataclass
-class _Found:
-    start: int
-    end: int
-    key: str
-    value: str
-    data: dict[str, Any]
-    label: str = ""  # overrides the content template's label, e.g. a landline instead of a mobile
-    display: str = ""  # how the value is shown in content when it differs from the normalised value
-    expires_in: int | None = None
-
-
-class _Extraction:
-    """The state of one message's extraction: text, spans already claimed, facts found."""
-
-    def __init__(self, text: str, role: str, now: datetime) -> None:
-        self.text = text
-        self.role = role
-        self.now = now
-        self.claimed: list[tuple[int, int]] = []
-        self.found: list[_Found] = []
-
-    def free(self, start: int, end: int) -> bool:
-        return not any(start < e and s < end for s, e in self.claimed)
-
-    def add(self, item: _Found) -> None:
-        self.claimed.append((item.start, item.end))
-        self.found.append(item)
-
-    def clause(self, start: int, end: int) -> str:
-        left = max(self.text.rfind(char, 0, start) for char in _CLAUSE_END) + 1
-        rights = [i for i in (self.text.find(char, end) for char in _CLAUSE_END) if i >= 0]
-        return self.text[left : min(rights) if rights else len(self.text)]
-
-    def about_user(self, start: int, end: int) -> bool:
-        """A profile fact stated by the agent counts only when it is the user's (「您的手机」, "your address")."""
-        if self.role != "assistant":
-            return True
-        return bool(re.search(r"您|(?<![A-Za-z])your?(?![A-Za-z])", self.clause(start, end), re.IGNORECASE))
-
-
-def _digits(value: str) -> str:
-    return re.sub(r"\D", "", value)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Dates
-# --------------------------------------------------------------------------------------------------------------
-
-_MONTH_NAMES = {
-    name: index
-    for index, names in enumerate(
-        (
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-_MONTH_RE = r"(?:" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
-_WEEKDAYS_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_WEEKDAYS_EN = {
-    name: index
-    for index, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
-}
-_RELATIVE_DAYS_ZH = {
-    "大后天": 3,
-    "后天": 2,
-    "明天": 1,
-    "明早": 1,
-    "明晚": 1,
-    "今天": 0,
-    "今晚": 0,
-    "昨天": -1,
-    "前天": -2,
-}
-_RELATIVE_DAYS_EN = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
-
-_TIME_ZH = re.compile(
-    r"\s*(?P<period>上午|下午|晚上|早上|中午|凌晨|傍晚)?\s*(?P<hour>\d{1,2})\s*(?:[点时](?:\s*(?P<minute>\d{1,2})\s*分?|"
-    r"(?P<half>半))?|[:：](?P<minute2>\d{2}))"
-)
-_TIME_EN = re.compile(
-    r"\s*(?:at\s+)?(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>a\.m\.|p\.m\.|am|pm)(?![A-Za-z])|"
-    r"\s*(?:at\s+)?(?P<hour2>\d{1,2}):(?P<minute2>\d{2})",
-    re.IGNORECASE,
-)
-
-_DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "ymd",
-        re.compile(r"(?<!\d)(?P<y>\d{4})\s*[-/.年]\s*(?P<m>\d{1,2})\s*[-/.月]\s*(?P<d>\d{1,2})(?:\s*[日号])?(?!\d)"),
-    ),
-    ("md_zh", re.compile(r"(?<!\d)(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]")),
-    ("mdy_en", re.compile(r"(?<!\d)(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})(?!\d)")),
-    (
-        "month_day",
-        re.compile(
-            _A + r"(?P<mon>" + _MONTH_RE + r")\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{4}))?" + _Z,
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "day_month",
-        re.compile(
-            _A + r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>" + _MONTH_RE + r")(?:,?\s+(?P<y>\d{4}))?" + _Z,
-            re.IGNORECASE,
-        ),
-    ),
-    ("rel_zh", re.compile("|".join(_RELATIVE_DAYS_ZH))),
-    ("week_zh", re.compile(r"(?P<which>下|这|本)?(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")),
-    ("after_zh", re.compile(r"(?P<n>\d{1,3})\s*天[后以]后?")),
-    ("rel_en", re.compile(_A + r"(?:today|tonight|tomorrow|yesterday)" + _Z, re.IGNORECASE)),
-    (
-        "week_en",
-        re.compile(
-            _A + r"(?:(?P<which>next|this|on)\s+)(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|"
-            r"sunday)" + _Z,
-            re.IGNORECASE,
-        ),
-    ),
-    ("in_days_en", re.compile(_A + r"in\s+(?P<n>\d{1,3})\s+days?" + _Z, re.IGNORECASE)),
-)
-
-
-def _nearest_year(month: int, day: int, today: date) -> date | None:
-    """A month and day without a year: the occurrence closest to today (last December, next January)."""
-    options = []
-    for year in (today.year - 1, today.year, today.year + 1):
-        try:
-            options.append(date(year, month, day))
-        except ValueError:
-            continue
-    return min(options, key=lambda d: (abs((d - today).days), d)) if options else None
-
-
-def _resolve(kind: str, match: re.Match[str], today: date) -> date | None:
-    groups = match.groupdict()
-    try:
-        if kind in ("ymd", "mdy_en"):
-            return date(int(groups["y"]), int(groups["m"]), int(groups["d"]))
-        if kind == "md_zh":
-            return _nearest_year(int(groups["m"]), int(groups["d"]), today)
-        if kind in ("month_day", "day_month"):
-            month = _MONTH_NAMES[groups["mon"].lower().rstrip(".")]
-            if groups.get("y"):
-                return date(int(groups["y"]), month, int(groups["d"]))
-            return _nearest_year(month, int(groups["d"]), today)
-    except ValueError:
-        return None
-    if kind == "rel_zh":
-        return today + timedelta(days=_RELATIVE_DAYS_ZH[match.group(0)])
-    if kind == "rel_en":
-        return today + timedelta(days=_RELATIVE_DAYS_EN[match.group(0).lower()])
-    if kind in ("week_zh", "week_en"):
-        weekday = (_WEEKDAYS_ZH if kind == "week_zh" else _WEEKDAYS_EN)[groups["wd"].lower()]
-        ahead = (weekday - today.weekday()) % 7
-        if (groups.get("which") or "").lower() in ("下", "next"):
-            # 「下周三」 is the Wednesday of next week, whatever today is.
-            return today - timedelta(days=today.weekday()) + timedelta(days=7 + weekday)
-        return today + timedelta(days=ahead)
-    if kind in ("after_zh", "in_days_en"):
-        return today + timedelta(days=int(groups["n"]))
-    return None
-
-
-def _time_after(text: str, position: int) -> tuple[time, int] | None:
-    for pattern in (_TIME_ZH, _TIME_EN):
-        match = pattern.match(text, position)
-        if not match:
-            continue
-        groups = match.groupdict()
-        hour = int(groups.get("hour") or groups.get("hour2") or 0)
-        minute = int(groups.get("minute") or groups.get("minute2") or (30 if groups.get("half") else 0))
-        period = (groups.get("period") or "").strip()
-        ampm = (groups.get("ampm") or "").lower().replace(".", "")
-        if (period in ("下午", "晚上", "傍晚") or ampm == "pm") and hour < 12:
-            hour += 12
-        if ampm == "am" and hour == 12:
-            hour = 0
-        if hour > 23 or minute > 59:
-            return None
-        return time(hour, minute), match.end()
-    return None
-
-
-def _local_tz(now: datetime) -> tzinfo:
-    return now.tzinfo or UTC
-
-
-def _extract_dates(state: _Extraction) -> None:
-    today = state.now.astimezone(_local_tz(state.now)).date()
-    for kind, pattern in _DATE_PATTERNS:
-        for match in pattern.finditer(state.text):
-            if not state.free(*match.span()):
-                continue
-            day = _resolve(kind, match, today)
-            if day is None:
-                continue
-            end = match.end()
-            clock = _time_after(state.text, end)
-            granularity = "day"
-            moment = datetime.combine(day, time(0, 0), tzinfo=_local_tz(state.now))
-            if clock is not None:
-                moment = datetime.combine(day, clock[0], tzinfo=_local_tz(state.now))
-                end = clock[1]
-                granularity = "minute"
-            iso = moment.astimezone(UTC).isoformat()
-            spoken = state.text[match.start() : end].strip()
-            state.add(
-                _Found(
-                    match.start(),
-                    end,
-                    "date",
-                    iso,
-                    {"date": iso, "local_date": day.isoformat(), "granularity": granularity, "text": spoken},
-                )
-            )
-
-
-def _parse_expiry(state: _Extraction, position: int) -> datetime | None:
-    """When the coupon just before ``position`` expires: 「有效期至 12 月 31 日」, 「有效期 7 天」, "valid until"."""
-    window = state.text[position : position + 40]
-    match = re.search(
-        r"有效期\s*(?:至|到|截至|截止到?)|(?:valid|good)\s+(?:until|till|through)|expires?(?:\s+on)?|到期(?:日|时间)?[:：]?",
-        window,
-        re.IGNORECASE,
-    )
-    today = state.now.astimezone(_local_tz(state.now)).date()
-    if match:
-        rest = window[match.end() :]
-        for kind, pattern in _DATE_PATTERNS:
-            found = pattern.match(rest.lstrip())
-            if found:
-                day = _resolve(kind, found, today)
-                if day is not None:
-                    if kind == "md_zh" and day < today:
-                        day = _nearest_year(day.month, day.day, today + timedelta(days=183))
-                    assert day is not None
-                    offset = position + match.end() + (len(rest) - len(rest.lstrip()))
-                    state.claimed.append((offset, offset + found.end()))
-                    return datetime.combine(day, time(23, 59, 59), tzinfo=_local_tz(state.now))
-    days = re.search(r"有效期\s*(\d{1,3})\s*天|valid\s+for\s+(\d{1,3})\s+days?", window, re.IGNORECASE)
-    if days:
-        count = int(days.group(1) or days.group(2))
-        return datetime.combine(today + timedelta(days=count), time(23, 59, 59), tzinfo=_local_tz(state.now))
-    return None
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -366,14 +168,6 @@ _COUPON = re.compile(
     r"discount\s*code|voucher(?:\s*code)?))" + _SEP + r"[「“\"']?(?P<v>[A-Z0-9][A-Za-z0-9_-]{3,29})" + _Z,
     re.IGNORECASE,
 )
-_CN_MOBILE = re.compile(r"(?<![\d+])(?:(?:\+|00)86[ -]?)?(?P<v>1[3-9]\d(?:[ -]?\d){8})(?![\d])")
-_CN_LANDLINE = re.compile(r"(?<![\d+])(?P<v>0\d{2,3}[ -]\d{3,4}[ -]?\d{4})(?![\d])")
-_INTL_PHONE = re.compile(r"(?<![\w+])(?P<v>\+(?!86)\d{1,3}(?:[ -]?\(?\d{1,4}\)?){2,5})(?![\d])")
-_KEYWORD_PHONE = re.compile(
-    r"(?:电话|手机|号码|(?<![A-Za-z])(?:phone|number|call|tel|mobile|cell|reach me at))[^0-9\n]{0,12}?"
-    r"(?<![\d+])(?!\(?[48]00)(?P<v>\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4})(?![\d])",  # 400/800: a company's hotline
-    re.IGNORECASE,
-)
 _AMOUNT_SYMBOL = re.compile(
     r"(?P<sym>[¥￥$€£]|(?<![A-Za-z])(?:USD|CNY|RMB|EUR|GBP|US\$))\s?(?P<num>\d[\d,]*(?:\.\d+)?)(?P<mult>\s?[万千kK])?"
     + _Z
@@ -382,6 +176,10 @@ _AMOUNT_UNIT = re.compile(
     r"(?<![\d.,])(?P<num>\d[\d,]*(?:\.\d+)?)\s?(?P<mult>万|千)?\s?(?P<unit>元|块钱?|美元|美金|欧元|英镑|"
     r"(?:dollars?|bucks|yuan|euros?|pounds?|USD|CNY|RMB|EUR|GBP)(?![A-Za-z]))",
     re.IGNORECASE,
+)
+# Chinese numerals only right before a currency unit (「三百五十元」); 「一块去」 is "together", 「元旦」 a holiday.
+_AMOUNT_CN = re.compile(
+    rf"(?P<num>{CN_NUMBER})\s?(?P<unit>元(?![旦宵素件])|块钱|块(?=[，。！？,.!?\s]|$)|美元|美金|欧元|英镑)"
 )
 _CURRENCIES = {
     "¥": "CNY",
@@ -422,6 +220,8 @@ _ADDRESS_BARE = re.compile(
     r"(?:(?<![" + _CJK + r"])|(?<=[是在到为往]))(?![是在到为往])"
     r"(?P<v>[" + _CJK + r"]{2,8}?(?:省|自治区|市)[^，。；！？,;!?\n]{2,50})"
 )
+_ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
+_ADDRESS_LEAD = re.compile(r"(?:我|您)(?:家|这里?|这边|公司|单位)?(?:的)?(?:地址)?\s*[：:]\s*")
 _ADDRESS_MARKERS = re.compile(r"省|自治区|市|区|县|镇|乡|村|路|街|道|巷|胡同|号|栋|单元|室|楼|小区|大厦")
 _ADDRESS_TAIL = re.compile(r"^.*(?:号楼|号院|号|室|楼|栋|单元|层|座|大厦|小区|广场|中心|[路街道巷](?=\s*$))", re.S)
 _EN_ADDRESS = re.compile(
@@ -475,12 +275,26 @@ _ORGANIZATION_ZH = re.compile(
 )
 
 
+def _owned_key(state: _Extraction, key: str, start: int, end: int) -> str | None:
+    """The key a profile value at ``text[start:end]`` is stored under, or None when it is nobody's profile.
+
+    A value that is not the user's still claims its span, so no later extractor re-reads it as something else.
+    """
+    owned = _BY_OWNER[key][state.owner(start, end)]
+    if owned is None:
+        state.claimed.append((start, end))
+    return owned
+
+
 def _extract_emails(state: _Extraction) -> None:
     for match in _EMAIL.finditer(state.text):
-        if state.free(*match.span()) and state.about_user(*match.span()):
+        if not state.free(*match.span()):
+            continue
+        key = _owned_key(state, "email", *match.span())
+        if key is not None:
             local, _, domain = match.group(0).partition("@")
             value = f"{local}@{domain.lower()}"
-            state.add(_Found(match.start(), match.end(), "email", value, {"email": value}))
+            state.add(_Found(match.start(), match.end(), key, value, {"email": value}))
 
 
 def _extract_codes(state: _Extraction) -> None:
@@ -494,6 +308,11 @@ def _extract_codes(state: _Extraction) -> None:
             start, end = match.span("v")
             if not re.search(r"\d", value) or not state.free(start, end):
                 continue
+            if is_quoted_or_example(state.text, start, end) or (
+                key == "order_id" and state.role == "user" and state.owner(start, end) == "contact"
+            ):
+                state.claimed.append((start, end))  # 「订单号格式如 TB1234567890」, a friend's order
+                continue
             state.add(_Found(start, end, key, value.upper() if key == "tracking_number" else value, {key: value}))
 
 
@@ -505,7 +324,7 @@ def _extract_coupons(state: _Extraction) -> None:
             continue
         data: dict[str, Any] = {"coupon": value}
         expires_in = None
-        expiry = _parse_expiry(state, end)
+        expiry = parse_expiry(state, end)
         if expiry is not None:
             expires_in = int((expiry - state.now).total_seconds())
             if expires_in <= 0:
@@ -517,37 +336,32 @@ def _extract_coupons(state: _Extraction) -> None:
 
 
 def _extract_phones(state: _Extraction) -> None:
-    for pattern, label in ((_CN_MOBILE, ""), (_CN_LANDLINE, "landline"), (_INTL_PHONE, ""), (_KEYWORD_PHONE, "")):
-        for match in pattern.finditer(state.text):
-            start, end = match.span("v") if pattern is not _CN_MOBILE else match.span()
-            if not state.free(start, end) or not state.about_user(start, end):
-                continue
-            shown = match.group("v").strip()
-            digits = _digits(shown)
-            if pattern is _CN_MOBILE:
-                value = digits
-                shown = digits
-            elif pattern is _INTL_PHONE:
-                if not 8 <= len(digits) <= 15:
-                    continue
-                value = "+" + digits
-            else:
-                value = digits
-            state.add(_Found(start, end, "phone", value, {"phone": value}, label=label, display=shown))
+    for phone in find_phones(state.text):
+        if not state.free(phone.start, phone.end):
+            continue
+        if phone.hotline:
+            state.claimed.append((phone.start, phone.end))  # a company's line is nobody's phone
+            continue
+        key = _owned_key(state, "phone", phone.start, phone.end)
+        if key is None:
+            continue
+        data = {"phone": phone.value}
+        if key == "contact_phone":
+            data["contact"] = state.owner_marker(phone.start, phone.end)
+        state.add(_Found(phone.start, phone.end, key, phone.value, data, label=phone.label, display=phone.shown))
 
 
 def _extract_amounts(state: _Extraction) -> None:
-    for pattern in (_AMOUNT_SYMBOL, _AMOUNT_UNIT):
+    for pattern in (_AMOUNT_SYMBOL, _AMOUNT_UNIT, _AMOUNT_CN):
         for match in pattern.finditer(state.text):
             if not state.free(*match.span()):
                 continue
             raw = (match.groupdict().get("sym") or match.groupdict().get("unit") or "").lower()
             currency = _CURRENCIES.get(raw, "CNY")
-            try:
-                number = Decimal(match.group("num").replace(",", ""))
-            except InvalidOperation:
+            number = parse_number(match.group("num"))
+            if number is None:
                 continue
-            multiplier = (match.group("mult") or "").strip()
+            multiplier = (match.groupdict().get("mult") or "").strip()
             number *= {"万": 10_000, "千": 1_000, "k": 1_000, "K": 1_000}.get(multiplier, 1)
             amount = format(number.normalize(), "f") if number == number.to_integral() else format(number, "f")
             value = f"{_CURRENCY_SYMBOL[currency]}{amount}"
@@ -556,25 +370,37 @@ def _extract_amounts(state: _Extraction) -> None:
 
 def _extract_addresses(state: _Extraction) -> None:
     for match in (*_ADDRESS_KEYWORD.finditer(state.text), *_ADDRESS_BARE.finditer(state.text)):
-        candidate = match.group("v")
+        # 「寄到我家：广州市…」: the possessor before the address is not part of it (it still decides the owner).
+        lead = _ADDRESS_LEAD.match(match.group("v"))
+        skip = lead.end() if lead else 0
+        candidate = match.group("v")[skip:]
         tail = _ADDRESS_TAIL.match(candidate)
         if not tail:
             continue
-        value = tail.group(0).strip()
+        room = _ADDRESS_ROOM.match(candidate, tail.end()) if re.search(r"[楼栋座]$", tail.group(0)) else None
+        taken = room.end() if room else tail.end()  # 「8 号楼 1502」: the room number after the building
+        value = candidate[:taken].strip()
         markers = set(_ADDRESS_MARKERS.findall(value))
         road_number = re.search(r"[路街道巷].*\d+\s*号", value)
         if len(markers) < 2 and not road_number:
             continue
         if not re.match(f"[{_CJK}]", value):
             continue
-        start = match.start("v")
-        end = start + len(tail.group(0).rstrip())
-        if state.free(start, end) and state.about_user(start, end):
-            state.add(_Found(start, end, "address", value, {"address": value}))
+        start = match.start("v") + skip
+        end = start + len(candidate[:taken].rstrip())
+        if state.free(start, end) and (key := _owned_key(state, "address", start, end)):
+            state.add(_Found(start, end, key, value, _address_data(state, key, value, start, end)))
     for match in _EN_ADDRESS.finditer(state.text):
-        if state.free(*match.span()) and state.about_user(*match.span()):
+        if state.free(*match.span()) and (key := _owned_key(state, "address", *match.span())):
             value = match.group(0).strip()
-            state.add(_Found(match.start(), match.end(), "address", value, {"address": value}))
+            state.add(_Found(match.start(), match.end(), key, value, _address_data(state, key, value, *match.span())))
+
+
+def _address_data(state: _Extraction, key: str, value: str, start: int, end: int) -> dict[str, Any]:
+    data: dict[str, Any] = {"address": value}
+    if key == "contact_address":
+        data["contact"] = state.owner_marker(start, end)
+    return data
 
 
 def _extract_products(state: _Extraction) -> None:
@@ -594,7 +420,7 @@ def _extract_names(state: _Extraction) -> None:
     for match in _NAME_SURNAME_ZH.finditer(state.text):
         surname = match.group("v")
         surname = surname if surname in SURNAMES else surname[:1]
-        if surname in SURNAMES and state.free(*match.span("v")):
+        if surname in SURNAMES and state.free(*match.span("v")) and state.owner(*match.span("v")) == "user":
             state.add(
                 _Found(
                     match.start("v"),
@@ -617,13 +443,15 @@ def _extract_names(state: _Extraction) -> None:
         if not (is_chinese_name(word) or (strong and flag.startswith("nr") and 2 <= len(word) <= 4)):
             continue
         start = match.end()
-        if state.free(start, start + len(word)):
+        if state.free(start, start + len(word)) and state.owner(start, start + len(word)) == "user":
             state.add(_Found(start, start + len(word), "name", word, {"name": word}))
     for pattern, label in ((_SURNAME_EN, "surname"), (_NAME_EN, "")):
         for match in pattern.finditer(state.text):
             value = match.group("v")
             if value.split()[0] in _NOT_NAMES_EN or not state.free(*match.span("v")):
                 continue
+            if state.owner(*match.span("v")) != "user":
+                continue  # "my daughter's name is …" is not the user's name
             data = {"surname": value} if label else {"name": value}
             state.add(_Found(match.start("v"), match.end("v"), "name", value, data, label=label))
 
@@ -677,128 +505,22 @@ _NOT_PLACES = frozenset({"上门", "入门", "出门", "门店", "中文", "英�
 _EXTRACTORS: tuple[Callable[[_Extraction], None], ...] = (
     _extract_emails,
     _extract_coupons,
+    extract_batches,
     _extract_codes,
+    extract_accounts,
     _extract_phones,
+    extract_points,
     _extract_amounts,
-    _extract_dates,
+    extract_dates,
+    extract_event_dates,  # reads the dates found just before
+    extract_callbacks,  # idem, for a callback's due time
     _extract_addresses,
     _extract_products,
+    extract_membership,  # before the names: 「我是黄金会员」 introduces no 黄金
     _extract_names,
     _extract_topic,
     _extract_entities_by_pos,
 )
-
-# --------------------------------------------------------------------------------------------------------------
-# Change and confirmation
-# --------------------------------------------------------------------------------------------------------------
-
-_CHANGE = re.compile(
-    r"换号|换了|新号|新的(?:号码|手机|地址|邮箱)|新(?:手机|地址|邮箱|电话)|改成|改为|改到|更改|更换|变更|修改|更新为|更正|"
-    r"不是这个|不是那个|搬家|搬到|以后(?:联系|用|发到?)|现在(?:用|改)|"
-    r"(?<![A-Za-z])(?:new (?:phone|number|mobile|cell|e-?mail|address)|changed?(?: (?:my|the) [\w-]+)? to|"
-    r"updated?(?: (?:my|the) [\w-]+)? to|moved to|not that one|correction|instead|no longer)(?![A-Za-z])",
-    re.IGNORECASE,
-)
-_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
-
-
-def _is_change(text: str, start: int) -> bool:
-    """A change marker precedes the value inside the same sentence."""
-    sentence_start = 0
-    for match in _SENTENCE_END.finditer(text, 0, start):
-        sentence_start = match.end()
-    return bool(_CHANGE.search(text, sentence_start, start))
-
-
-_CONFIRM_STRONG = re.compile(
-    r"对的|对呀|对啊|对|是的|是啊|是|没错|正确|确认|无误|确定|(?<![A-Za-z])(?:yes|yeah|yep|yup|correct|right|"
-    r"exactly|confirmed?|affirmative|indeed|absolutely|that'?s (?:the one|it))(?![A-Za-z])",
-    re.IGNORECASE,
-)
-_CONFIRM_FILLER = re.compile(
-    r"没错儿?|没问题|完全正确|一点没错|就是这个|就是它|就这个|就是|这个|那个|号码|号|手机号?|电话|地址|邮箱|订单号?|它|"
-    r"嗯+|好的|了|呢|呀|啊|的|哈|吧|"
-    r"(?<![A-Za-z])(?:that's|that is|it's|it is|this|that|the|one|number|address|email|e-mail|phone|order|all|"
-    r"good|perfect|sure|ok|okay|is|it|so|that one|you got it|spot on)(?![A-Za-z])",
-    re.IGNORECASE,
-)
-
-
-def is_confirmation(text: str) -> bool:
-    """True for a bare confirmation of what the agent just said: 「对，就是这个号」「没错」「是的」, "yes that's right".
-
-    A confirmation must not lower a fact's score (S13). Anything that adds or changes information is not a bare
-    confirmation: 「是的，不过我换号了」, "yes, but my new number is …", 「对了，我想问…」, 「不对」, "no".
-    """
-    bare = redact(text).strip()
-    if not bare or len(bare) > 40 or _CHANGE.search(bare):
-        return False
-    if re.match(r"对了", bare):  # 「对了」 means "by the way", not "right"
-        return False
-    without_idioms = re.sub(r"没错儿?|没问题|无误", "", bare)
-    if re.search(
-        r"[不没未别无非]|(?<![A-Za-z])(?:no|not|nope|wrong|but|however)(?![A-Za-z])|n't", without_idioms, re.IGNORECASE
-    ):
-        return False
-    if not (_CONFIRM_STRONG.search(bare) or re.search(r"没错|没问题", bare)):
-        return False
-    residue = _CONFIRM_FILLER.sub(" ", bare)
-    residue = _CONFIRM_STRONG.sub(" ", residue)
-    # What is left may only be punctuation or the fact being confirmed (a number or code repeated back).
-    residue = re.sub(r"[\s\W_]+", "", re.sub(r"[A-Za-z0-9][A-Za-z0-9@.+-]*\d[A-Za-z0-9@.+-]*", "", residue))
-    return residue == ""
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Content sentences
-# --------------------------------------------------------------------------------------------------------------
-
-_LABELS: dict[str, tuple[str, str]] = {
-    "name": ("用户姓名", "User's name"),
-    "surname": ("用户姓氏", "User's surname"),
-    "phone": ("用户手机号", "User's phone"),
-    "landline": ("用户电话", "User's phone"),
-    "email": ("用户邮箱", "User's e-mail"),
-    "address": ("用户地址", "User's address"),
-    "order_id": ("订单号", "Order number"),
-    "tracking_number": ("快递单号", "Tracking number"),
-    "coupon": ("优惠券", "Coupon"),
-    "amount": ("涉及金额", "Amount mentioned"),
-    "date": ("提到日期", "Date mentioned"),
-    "product": ("咨询的产品", "Product asked about"),
-    "current_topic": ("当前咨询", "Current topic"),
-    "place": ("提到地点", "Place mentioned"),
-    "organization": ("相关机构", "Organization"),
-}
-
-
-def _content(item: _Found, language: Language, change: bool) -> str:
-    zh, en = _LABELS[item.label or item.key]
-    shown = item.display or item.value
-    if item.key == "date":
-        shown = item.data["local_date"]
-        if item.data["granularity"] == "minute":
-            shown = f"{shown} {item.data['date'][11:16]} UTC"
-        text = item.data["text"]
-        if text != item.data["local_date"]:
-            shown += f"（{text}）" if language == "zh" else f" ({text})"
-    if item.key == "coupon":
-        until = item.data.get("valid_until")
-        if language == "zh":
-            verb = "已发放优惠券 " if item.data.get("issued_by_agent") else "优惠券："
-            sentence = f"{verb}{item.value}" + (f"，有效期至 {until}" if until else "")
-        else:
-            verb = "Coupon issued: " if item.data.get("issued_by_agent") else "Coupon: "
-            sentence = f"{verb}{item.value}" + (f", valid until {until}" if until else "")
-        return compress(sentence, limit=CONTENT_LIMIT, language=language)
-    if item.key == "name" and item.label == "surname" and language == "zh":
-        sentence = f"用户姓{shown}"
-    elif change:
-        sentence = f"{zh}已更新为：{shown}" if language == "zh" else f"{en} updated to: {shown}"
-    else:
-        sentence = f"{zh}：{shown}" if language == "zh" else f"{en}: {shown}"
-    return compress(sentence, limit=CONTENT_LIMIT, language=language)
-
 
 # --------------------------------------------------------------------------------------------------------------
 # Entry point
@@ -815,9 +537,10 @@ def extract_facts(
     """Extract the customer-service facts stated in one message, in the order they appear.
 
     ``role`` is ``"user"``, ``"assistant"`` or ``"tool"`` (read like the assistant): names and the session topic
-    are taken from the user only; profile facts the agent states (phone, e-mail, address) count only when
-    addressed to the user (「您的…」, "your …"); coupons are typically the agent's. ``language`` (``"zh"``/``"en"``)
-    chooses the language of ``content``; anything else, or ``None``, means the message's own language.
+    are taken from the user only; profile facts (phone, e-mail, address, birthday) count only when they are the
+    user's own — see the module docstring for who owns what; coupons and callbacks are typically the agent's.
+    ``language`` (``"zh"``/``"en"``) chooses the language of ``content``; anything else, or ``None``, means the
+    message's own language.
 
     ``now`` anchors relative dates (明天, "next Monday") and coupon expiry; it defaults to the current UTC time, a
     naive value is taken as UTC, and a date without a zone is read in ``now``'s zone, then stored in UTC.
@@ -843,16 +566,31 @@ def extract_facts(
             continue
         seen.add((item.key, item.value))
         memory_type, lifetime = LIFETIMES[item.key]
-        change = item.key != "current_topic" and _is_change(cleaned, item.start)
+        change = item.key != "current_topic" and is_change(cleaned, item.start)
         facts.append(
             Fact(
                 key=item.key,
                 type=memory_type,
                 value=item.value,
-                content=_content(item, lang, change),
+                content=content(item, lang, change),
                 expires_in=item.expires_in if item.expires_in is not None else lifetime,
                 data=dict(item.data),
                 change=change,
             )
         )
     return facts
+
+
+def disowned_keys(text: str) -> list[str]:
+    """The profile keys (``phone``, ``email``, ``address``, ``name``) the user says are not theirs.
+
+    「这不是我的电话」→ ``["phone"]``, 「那个地址不是我的」→ ``["address"]``, 「邮箱不对，那不是我的」→ ``["email"]``,
+    "that email isn't mine" → ``["email"]``. A key for which the same message gives the user's new value is left
+    out: 「不对，我的号码是139…」 and 「这不是我的号码，我的是139…」 are replacements, handled by the upsert.
+    """
+    cleaned = redact(text or "")
+    mentioned = disowned_mentions(cleaned)
+    if not mentioned:
+        return []
+    given = {fact.key for fact in extract_facts(cleaned, role="user")}
+    return [key for key in mentioned if key not in given]

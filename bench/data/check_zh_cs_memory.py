@@ -9,6 +9,7 @@ each answer (spaces removed) occurs in one of its answer turns (spaces removed) 
 that no turn is both an answer and a stale turn of the same question, and the minimum counts. Prints counts per
 kind. Exit status 0 when everything passes, 1 otherwise.
 """
+
 import collections
 import json
 import os

@@ -403,3 +403,28 @@ def test_empty_text_gives_no_facts() -> None:
 @pytest.mark.parametrize("text", ["买的东西什么时候到", "公司福利怎么领", "上门安装要多久"])
 def test_everyday_words_jieba_tags_as_places_are_not_places(text: str) -> None:
     assert "place" not in facts_by_key(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "local_date", "utc"),
+    [
+        ("下个月15号再说", "2026-12-15", "2026-12-15T00:00:00+00:00"),
+        ("本月底之前", "2026-11-30", "2026-11-30T00:00:00+00:00"),
+        ("12月底给我答复", "2026-12-31", "2026-12-31T00:00:00+00:00"),
+        ("三月十二号那天", "2027-03-12", "2027-03-12T00:00:00+00:00"),
+        ("明天下午三点", "2026-11-11", "2026-11-11T15:00:00+00:00"),
+        ("by the end of next month", "2026-12-31", "2026-12-31T00:00:00+00:00"),
+    ],
+)
+def test_chinese_month_relative_dates_and_numeral_dates(text: str, local_date: str, utc: str) -> None:
+    (fact,) = facts_by_key(text)["date"]
+
+    assert fact.data["local_date"] == local_date
+    assert fact.value == utc
+
+
+def test_a_correction_that_starts_with_budui_is_a_change() -> None:
+    (fact,) = facts_by_key("不对，我的号码是13912345678")["phone"]
+
+    assert fact.change is True
+    assert fact.content == "用户手机号已更新为：13912345678"
