@@ -350,7 +350,7 @@ WHERE m.tenant_id = %(tenant)s AND m.key = ANY(%(keys)s) AND m.created_at <= %(a
 #: Keys whose fact simply runs out of its lifetime without becoming untrue (a phone number not repeated for
 #: a month): only a different current value makes a unit stating them stale. For the other stateful keys
 #: (a coupon, a callback, a pickup slot) the fact's end is the value's end.
-_TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id"})
+_TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id", "membership"})
 
 
 def _squash(value: str) -> str:

@@ -121,3 +121,53 @@ def test_the_customer_can_say_a_stored_fact_is_not_theirs(request, fake_ollama, 
     _talk(ctx, fake_ollama, sid, "好的" if ctx_name == "acme" else "ok")
     assert "900123" not in _anchor(fake_ollama).replace(" ", "")
     assert "13912345678" not in _anchor(fake_ollama)
+
+
+@pytest.mark.parametrize(
+    ("ctx_name", "own", "company"),
+    [
+        ("acme", "我的地址是杭州市西湖区文三路88号", "这次寄到我公司吧，地址是上海市浦东新区世纪大道100号"),
+        (
+            "globex",
+            "I live at 12 Elm Street, Springfield",
+            "Ship this one to my office address: 1 Main Road, Leeds",
+        ),
+    ],
+)
+def test_a_company_address_never_replaces_the_customers_own(request, fake_ollama, ctx_name, own, company):
+    ctx = request.getfixturevalue(ctx_name)
+    sid = open_session(ctx, "u1")["session_id"]
+    _talk(ctx, fake_ollama, sid, own, "OK")
+    _talk(ctx, fake_ollama, sid, company, "OK")
+    [address] = _keyed(ctx, "address")
+    assert ("文三路88号" in address) or ("Elm Street" in address)
+    assert len(_keyed(ctx, "work_address")) == 1
+    _talk(ctx, fake_ollama, sid, "好的" if ctx_name == "acme" else "ok")
+    anchor = _anchor(fake_ollama)
+    assert "世纪大道" not in anchor
+    assert "Main Road" not in anchor
+
+
+def test_a_quoted_example_number_is_not_the_customers(acme, fake_ollama):
+    sid = open_session(acme, "u1")["session_id"]
+    _talk(acme, fake_ollama, sid, "手机号要怎么填？", "请填写 11 位手机号，格式如“13800000000”，不要加区号。")
+    assert _keyed(acme, "phone") == []
+
+
+@pytest.mark.parametrize(
+    ("ctx_name", "first", "correction", "new"),
+    [
+        ("acme", "我的手机号是13912345678", "不对，我刚才说错了，我的号码是13987654321", "13987654321"),
+        ("globex", "My email is ann@example.com", "No, my email is ann.lee@example.com", "ann.lee@example.com"),
+    ],
+)
+def test_a_correction_replaces_the_customers_fact(request, fake_ollama, ctx_name, first, correction, new):
+    ctx = request.getfixturevalue(ctx_name)
+    key = "phone" if ctx_name == "acme" else "email"
+    sid = open_session(ctx, "u1")["session_id"]
+    _talk(ctx, fake_ollama, sid, first, "OK")
+    _talk(ctx, fake_ollama, sid, correction, "OK")
+    [current] = _keyed(ctx, key)
+    assert new in current
+    _talk(ctx, fake_ollama, sid, "好的" if ctx_name == "acme" else "ok")
+    assert new in _anchor(fake_ollama)
