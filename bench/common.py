@@ -6,7 +6,8 @@
   migrates it.
 - :class:`Timer`, :func:`percentile`, :func:`summarise` for latency figures.
 - :func:`machine_info` for the record (CPU, cores, RAM, Python, PostgreSQL,
-  pgvector) and :func:`write_result` for ``bench/out/<name>.json``.
+  pgvector), :func:`git_state` (commit, dirty files) and :func:`write_result` for
+  ``bench/out/<name>.json``.
 
 Benchmarks are not tests: run them by hand, one at a time, ``nice -n 10``.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -226,6 +228,20 @@ def machine_info(*, with_db: bool = True) -> dict[str, Any]:
     if with_db:
         info.update(pg_versions())
     return info
+
+
+def git_state() -> dict[str, Any]:
+    """The commit the tree is at and how many files differ from it (``git status --porcelain`` lines): a
+    result measured on a dirty tree names the commit it started from, not the code it ran."""
+
+    def git(*args: str) -> str:
+        try:
+            run = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)  # noqa: S603,S607
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return run.stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty_files": len(git("status", "--porcelain").splitlines())}
 
 
 def now_iso() -> str:

@@ -156,24 +156,45 @@ def _squash(value: str) -> str:
     return re.sub(r"[\s\-()（）]", "", value).casefold()
 
 
-def _stated_facts(text: str, role: str, now: datetime) -> list[tuple[str, str]]:
-    """The current-state facts a message states, as ``(key, value)``, by the same rules as extraction."""
+def _stated_facts(text: str, role: str, now: datetime) -> list[tuple[str, str, list[str]]]:
+    """The current-state facts a message states, as ``(key, value, marks)``, by the same rules as
+    extraction; ``marks`` are how the fact reads in the text (its value, the words of a date, a task id)."""
     try:
         facts = extract_facts(text, role=role, now=now)
     except Exception:  # a rule bug must not lose the message's units; extraction logs it too
         return []
-    return [(f.key, f.value) for f in facts if f.key in STATEFUL_KEYS]
+    stated = []
+    for fact in facts:
+        if fact.key not in STATEFUL_KEYS:
+            continue
+        marks = [fact.value, *(str(fact.data.get(f, "")) for f in ("text", "task_id", "display"))]
+        stated.append((fact.key, fact.value, [m for m in (_squash(m) for m in marks) if len(m) >= 2]))
+    return stated
+
+
+#: A unit that asks rather than states (「我的积分有多少了？」, "when does it ship?"): kept, for its words and
+#: context, but recall ranks it below statements (``MEMDESK_RECALL["question_weight"]``) — the answer
+#: is what the model needs.
+_QUESTION = re.compile(
+    r"[?？]\s*$|(?:[吗么呢啥]|哪了|了没|如何|咋样|怎样)[\s。！!]*$|(?:多少|几[点号天个次]|什么|哪[里儿个天]|怎么|是不是|有没有|能不能|可不可以)[^，。,.]{0,6}$"
+    r"|^(?i:(?:\w+:\s*)?(?:what|when|where|who|whom|which|why|how|is|are|do|does|did|can|could|will|would|have|has)\b)"
+)
+
+
+def is_question(unit: str) -> bool:
+    return bool(_QUESTION.search(unit.strip()))
 
 
 @dataclass(frozen=True)
 class _Unit:
     content: str
     facts: dict[str, str]
+    question: bool = False
 
 
 def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     """The units of one message with the stateful facts each states (a fact belongs to the unit whose text
-    contains its value)."""
+    shows it) and whether it is a question."""
     units = split_units(text)
     if not units:
         return []
@@ -181,7 +202,8 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     out = []
     for content in units:
         squashed = _squash(content)
-        out.append(_Unit(content, {k: v for k, v in stated if _squash(v) and _squash(v) in squashed}))
+        facts = {key: value for key, value, marks in stated if any(m in squashed for m in marks)}
+        out.append(_Unit(content, facts, question=is_question(content) and not facts))
     return out
 
 
@@ -210,7 +232,10 @@ def index_messages(
                 items = [
                     services.MemoryItem(
                         type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
-                        data={"source": "conversation", "role": message.role, "facts": u.facts},
+                        data={
+                            "source": "conversation", "role": message.role, "facts": u.facts,
+                            **({"question": True} if u.question else {}),
+                        },
                     )
                     for u in units
                 ]  # fmt: skip

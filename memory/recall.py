@@ -64,6 +64,10 @@ DEFAULT_TUNING = {
     #: The vector leg compares the query with the scope's most recent rows, at most this many (see
     #: "Long histories" in docs/memory.md); the lexical leg reads every row in scope that shares a word.
     "vector_window": 2000,
+    #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
+    "question_weight": 0.5,
+    #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
+    "recency_weight": 0.5,
     "min_similarity": 0.2,
     "bm25_k1": 1.2,
     "bm25_b": 0.75,
@@ -393,30 +397,129 @@ def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], 
 
 
 def _current_first(tenant: Tenant, session: ChatSession, hits: list[RecallHit], as_of: datetime) -> list[RecallHit]:
-    """One ranked list over keyed facts and conversation units: a unit stating the value of a keyed fact
-    from the same message that is also a hit is dropped (one fact, said once), and units stating a
-    superseded or ended value follow every current hit, in their own order."""
-    keyed = [h.memory for h in hits if h.memory.key and not is_conversation_key(h.memory.key)]
+    """One ranked list over keyed facts and conversation units: of a keyed fact and a unit from the same
+    message, only the higher ranked stays (one fact, said once), and units stating a superseded or ended
+    value follow every current hit, in their own order."""
     units = [h.memory for h in hits if is_conversation_key(h.memory.key)]
     if not units:
         return hits
-    kept = []
+    # A keyed fact and a unit of the same message say the same thing once: a rule-stage fact (asked for by
+    # key) stays and the unit goes; otherwise the unit, which says it in the customer's or agent's own words
+    # with what surrounds it, takes the better of the two places and the fact goes.
+    by_rule = {h.memory.source_message_id for h in hits if h.stage == "rule" and not is_conversation_key(h.memory.key)}
+    with_unit = {h.memory.source_message_id for h in hits if is_conversation_key(h.memory.key)}
+    kept: list[RecallHit] = []
+    taken: set[Any] = set()
     for hit in hits:
-        memory = hit.memory
-        if is_conversation_key(memory.key) and memory.source_message_id is not None:
-            text = _squash(memory.content)
-            if any(
-                k.source_message_id == memory.source_message_id
-                and isinstance((k.data or {}).get(k.key), str | int)
-                and _squash(str(k.data[k.key])) in text
-                for k in keyed
-            ):
-                continue  # the same message's keyed fact, ranked with it, says it
+        memory, source = hit.memory, hit.memory.source_message_id
+        unit = is_conversation_key(memory.key)
+        if source is not None and memory.key and not unit and hit.stage != "rule" and source in with_unit:
+            moved = [h for h in hits if h.memory.source_message_id == source and is_conversation_key(h.memory.key)]
+            kept.extend(h for h in moved if h.memory.pk not in taken)  # the units move up here
+            taken.update(h.memory.pk for h in moved)
+            continue
+        if unit and source in by_rule or memory.pk in taken:
+            continue
+        taken.add(memory.pk)
         kept.append(hit)
     stale = _stale_units(tenant, session, [h.memory for h in kept if is_conversation_key(h.memory.key)], as_of)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
     return [h for h in kept if not h.stale] + [h for h in kept if h.stale]
+
+
+#: Words of a question about the present state of things: the newest statement is likeliest to hold.
+_ABOUT_NOW = re.compile(
+    r"现在|目前|当前|最新|最后|最终|如今|改成|改到|换成|调整|更新|还是"
+    r"|(?i:\b(?:now|currently|current|latest|most recent|at the moment|these days|still|final|anymore)\b)"
+)
+
+
+def _rerank_weights(query: str, hits: list[RecallHit]) -> dict[Any, float]:
+    """Per candidate, what multiplies its fused rank and relevance score: a question unit weighs
+    ``question_weight``; for a query about the present, the candidates' recency (newest 1, oldest 0)
+    adds up to ``recency_weight``."""
+    knobs = tuning()
+    weights = {}
+    order = sorted(hits, key=lambda h: (h.memory.created_at, str(h.memory.pk)))
+    recent = {h.memory.pk: i / max(1, len(order) - 1) for i, h in enumerate(order)}
+    about_now = bool(_ABOUT_NOW.search(query))
+    for hit in hits:
+        weight = 1.0
+        if _is_question_unit(hit.memory):
+            weight *= float(knobs["question_weight"])
+        if about_now:
+            weight *= 1 + float(knobs["recency_weight"]) * recent[hit.memory.pk]
+        weights[hit.memory.pk] = weight
+    return weights
+
+
+# The conversation units of the message that follows each question unit's message in its session: the
+# answer to a question is what was said next (the agent's reply to the user's question, the user's reply
+# to the agent's).
+_ANSWERS_SQL = """
+SELECT q.id AS question_id, m.id AS answer_id
+FROM memory_memoryunit q
+JOIN chat_message qm ON qm.tenant_id = q.tenant_id AND qm.id = q.source_message_id
+JOIN chat_message am ON am.tenant_id = qm.tenant_id AND am.session_id = qm.session_id AND am.seq = qm.seq + 1
+JOIN memory_memoryunit m ON m.tenant_id = am.tenant_id AND m.source_message_id = am.id
+WHERE q.tenant_id = %(tenant)s AND q.id = ANY(%(questions)s) AND {scope}
+ORDER BY m.created_at, m.id
+"""
+
+
+def _is_question_unit(memory: MemoryUnit) -> bool:
+    return is_conversation_key(memory.key) and bool((memory.data or {}).get("question"))
+
+
+def _score(hit: RecallHit, weights: dict[Any, float]) -> float:
+    return hit.fused * hit.memory.relevance_score * weights.get(hit.memory.pk, 1.0)
+
+
+def _with_answers(
+    tenant: Tenant,
+    session: ChatSession,
+    hits: list[RecallHit],
+    weights: dict[Any, float],
+    as_of: datetime,
+    *,
+    limit: int,
+) -> list[RecallHit]:
+    """``hits`` ranked by their weighted score, where a question unit among the first ``limit`` brings its
+    answer: the units of the next message rank as the question would without its question weight (and
+    never lower than on their own). A question found by the query is where its answer is."""
+    ranked = sorted(hits, key=lambda h: (-_score(h, weights), str(h.memory.pk)))
+    questions = {
+        h.memory.pk: h
+        for h in ranked[:limit]
+        if is_conversation_key(h.memory.key) and (h.memory.data or {}).get("question")
+    }
+    if not questions:
+        return ranked
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _ANSWERS_SQL.format(scope=SCOPE_SQL), {**scope_params(tenant, session, as_of), "questions": list(questions)}
+        )
+        pairs = cursor.fetchall()
+    if not pairs:
+        return ranked
+    by_id = {h.memory.pk: h for h in ranked}
+    missing = [a for _, a in pairs if a not in by_id]
+    loaded = {m.pk: m for m in fetch_memories(tenant, "m.id = ANY(%(ids)s)", {"ids": missing})} if missing else {}
+    lifted: dict[Any, float] = {}
+    for question_id, answer_id in pairs:
+        question = questions[question_id]
+        if answer_id not in by_id:
+            if answer_id not in loaded:
+                continue
+            by_id[answer_id] = RecallHit(
+                memory=loaded[answer_id], stage=question.stage, similarity=question.similarity,
+                score=round(question.similarity * loaded[answer_id].relevance_score, 4), fused=question.fused,
+            )  # fmt: skip
+        as_question = question.fused * by_id[answer_id].memory.relevance_score
+        lifted[answer_id] = max(lifted.get(answer_id, 0.0), as_question)
+    everything = list(by_id.values())
+    return sorted(everything, key=lambda h: (-max(_score(h, weights), lifted.get(h.memory.pk, 0.0)), str(h.memory.pk)))
 
 
 @require_session_id
@@ -461,7 +564,8 @@ def recall(
         rule_ids = {h.memory.pk for h in rule_hits}
         # Rerank: relevance_score scales the fused rank; rule hits stay first.
         candidates = [h for h in candidates if h.memory.pk not in rule_ids]
-        candidates.sort(key=lambda h: (-(h.fused * h.memory.relevance_score), str(h.memory.pk)))
+        weights = _rerank_weights(query, candidates)
+        candidates = _with_answers(tenant, session, candidates, weights, as_of, limit=k * 3)
         rule_hits.sort(key=lambda h: -h.memory.relevance_score)
         hits = _current_first(tenant, session, rule_hits + candidates, as_of)[:k]
         needs_confirmation = bool(hits) and max(h.score for h in hits) < CONFIRM_BELOW

@@ -230,3 +230,31 @@ def test_a_turn_killed_after_its_reply_loses_no_memory_once_the_worker_sweeps(ac
     assert _found(_recall(acme, "kim", "Which country are my stamps from?"), "Iceland")
     assert _found(_recall(acme, "kim", "When does my parcel go to the courier?"), "Friday morning")
     assert all(m.memory_indexed_at is not None for m in _messages(acme, sid))
+
+
+def _rank(memories: list[dict[str, Any]], needle: str) -> int:
+    return next((i for i, m in enumerate(memories) if needle in m["content"]), 99)
+
+
+def test_a_question_found_by_the_query_brings_its_answer_first(acme, fake_ollama):
+    """「我的快递到哪了」 finds the user's own earlier question best; what the customer needs is the agent's
+    answer to it, which says 「郑州转运中心」 without a word of the question."""
+    sid = open_session(acme, "qa")["session_id"]
+    _talk(acme, fake_ollama, sid, "我寄的快递到哪了？", "目前在郑州转运中心，预计后天送达。")
+    for user, agent in ZH_FILLER:
+        _talk(acme, fake_ollama, sid, user, agent)
+    found = _recall(acme, "qa", "我的快递到哪了")
+    assert _rank(found, "郑州转运中心") < _rank(found, "我寄的快递到哪了")
+    assert _rank(found, "郑州转运中心") <= 1
+
+
+def test_a_question_about_now_ranks_the_newest_statement_first(acme, fake_ollama):
+    """No rule keys an arrival time; the newer statement is the current one when the customer asks what
+    holds now (「现在」)."""
+    sid = open_session(acme, "hotel")["session_id"]
+    _talk(acme, fake_ollama, sid, "我们大概晚上九点到酒店", "已为您备注预计21:00到店，房间会保留到次日凌晨。")
+    for user, agent in ZH_FILLER[:3]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    _talk(acme, fake_ollama, sid, "计划变了，下午四点半就能到", "好的，已将预计到店时间更新为16:30左右。")
+    found = _recall(acme, "hotel", "我们现在预计几点到店？")
+    assert _rank(found, "16:30") < _rank(found, "21:00")

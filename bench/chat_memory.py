@@ -1,0 +1,1072 @@
+"""Long-term memory measured on the path users run: conversations enter through the chat turn, questions are
+asked where a returning customer's are answered.
+
+- **Ingest**: every dialogue turn goes through ``chat.services.run_turn`` — the function the WebSocket consumer
+  and the REST endpoint call — against the fake Ollama (``tests.fake_ollama.FakeOllama``, a real HTTP server on
+  127.0.0.1, in this process), whose reply to each turn is the dataset's agent turn (a short acknowledgement
+  that carries no fact where the dataset has none). Per dialogue: a tenant set up as the other benchmarks do
+  (rate limits raised so no turn is refused), one end user, one chat session per dialogue session, opened with
+  ``chat.sessions.do_open_session`` (what ``POST /v1/sessions`` calls). A dataset turn is mapped to the message
+  it became: ``TurnResult.message_id`` (the user's message) and ``TurnResult.reply_id`` (the agent's reply).
+- **Recall**: each question through ``memory.recall.recall(…, k=10, record=False)`` in a NEW session of the same
+  end user (what a returning customer gets); a hit counts for the turn of its ``memory.source_message_id``
+  (a memory without a source message, or from a message that is no dataset turn, counts for none).
+  ``record=False`` so no question changes what the next one finds; the chat turn calls it that way too.
+- **Scores**: evidence R@1/5/10 — the share of a question's evidence (answer) turns among the turns of the
+  top-k hits, averaged over questions — overall and per category/kind; hit@5 — the share of questions with at
+  least one of them in the top 5. With ``stale_turns``: *stale served* — the share of those questions where a
+  stale turn is in the top 5 ranked above every answer turn (or no answer turn is in the top 5).
+- **Baseline**: Okapi BM25 (k1=1.5, b=0.75; ``bench/locomo_recall.py``'s) over the raw dataset turns of the
+  same end user; English as ``locomo_recall.words`` tokenises it, Chinese segmented with jieba as
+  ``memory.text`` does (``segment`` for turns, ``query_terms`` for questions).
+- **Storage**: rows of ``memory_memoryunit``, ``memory_memoryevent`` and ``chat_message`` of this run's
+  tenants, with ``sum(pg_column_size(row))`` (row data as stored, compressed values compressed, no indexes),
+  and the growth of ``pg_total_relation_size`` (heap, TOAST and indexes; the database is this run's alone), per
+  1,000 turns — a *turn* is one ``run_turn`` call: a user message and its reply.
+- **Time**: ingestion turns/s; ``run_turn`` wall time per turn; the time until the reply is complete and
+  stored (``run_turn``'s ``on_done`` callback) against the time ``run_turn`` returns — the difference is what
+  runs after the reply (the tenant's periodic health check, and the memory write once it moves there); recall
+  wall time per question.
+
+Datasets (``--dataset``):
+
+- ``locomo`` — ``/work/shared/bench/locomo10.json`` (LoCoMo, CC BY-NC 4.0: evaluation only, never shipped;
+  citation in ``bench/locomo_recall.py``). Every turn is a user message "Speaker: text" (a shared photo's
+  caption appended as "[shared a photo: …]"), answered "OK."; one tenant (``en``) per conversation, one chat
+  session per LoCoMo session. Questions of categories 1–4 make the overall figure; 5 (adversarial) is reported
+  on its own. Evidence ids normalised as ``locomo_recall.normalise_evidence`` does. The session dates are not
+  sent (a chat turn is stamped with the time it runs), so temporal questions lose their anchor.
+- ``zh_cs`` — ``bench/data/zh_cs_memory.json`` (``--data`` for another file): Chinese customer-service
+  dialogues, tenant language ``zh``. The loader expects::
+
+      {"dialogues": [{"id": "d1",
+                      "sessions": [{"id": "s1", "turns": [{"id": "t1", "role": "user", "text": "…"},
+                                                          {"id": "t2", "role": "assistant", "text": "…"}]}],
+                      "questions": [{"id": "q1", "question": "…", "kind": "…",
+                                     "answer_turns": ["t2"], "stale_turns": ["t1"]}]}]}
+
+  and takes the usual variants (a bare list of dialogues; ``turns`` with a ``session`` field; ``content`` for
+  ``text``; ``speaker`` or ``agent`` for the role; ``qa``/``evidence``/``category``); ``load_zh_cs`` says
+  exactly which. A user turn is a user message; an assistant turn is the fake model's reply to the user turn
+  just before it. A user turn with no assistant turn after it is answered "好的。"; an assistant turn with no
+  user turn before it is sent after a filler user message "你好。" (both counted in the output).
+- ``scale`` — one end user with ``--turns`` turns (default 5,000) and one with 50, in one tenant, of synthetic
+  Chinese and English customer-service chat generated from ``--seed`` (orders, products, amounts, dates,
+  addresses, phone numbers, tracking numbers, tickets), 20 turns a session; then ``--queries`` distinct
+  questions for each user (default 150), asked alternately, one user's then the other's, in the same run:
+  recall p50/p95 per user and p95(large)/p95(small), the figure for "recall p95 for an end user with 5,000 turns
+  ≤ 2× that for an end user with 50 turns", plus memory rows per user and R@k.
+
+Usage (from the repository root; a benchmark is not a test: one at a time, ``nice``)::
+
+    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset locomo --conversations 0 --max-turns 150
+    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset locomo                 # all 10: 5,882 turns
+    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset zh_cs
+    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset scale --turns 5000
+
+Prints a Markdown table and writes ``bench/out/chat_memory_<dataset>.json`` (``--out`` to name it otherwise).
+The database ``memdesk_bench_chat_memory`` is dropped and created afresh each run. Nothing of the product is
+patched; the database is read directly only to map memories to turns and to measure storage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import random
+import shlex
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import locomo_recall  # noqa: E402
+
+DB_NAME = "memdesk_bench_chat_memory"
+ZH_CS_DATA = common.BENCH_DIR / "data" / "zh_cs_memory.json"
+PATH_MEASURED = (
+    "ingest: chat.services.run_turn with the fake model answering; "
+    "recall: memory.recall.recall(k=10) in a new session of the same end user"
+)
+KS = (1, 5, 10)
+RECALL_K = 10
+STALE_K = 5
+#: The fake model's answer to a user turn the dataset gives no answer to: it carries no fact.
+ACK = {"en": "OK.", "zh": "好的。"}
+#: The user message sent before an agent turn that has no user turn before it.
+FILLER = {"en": "Hi.", "zh": "你好。"}
+#: Limits raised so that no benchmark turn is refused with 429 (the defaults are 60 and 600 a minute).
+RATE_LIMITS = {"per_session_per_minute": 100_000, "per_tenant_per_minute": 1_000_000}
+#: Turns per block of the per-dialogue trend of run_turn's time.
+TREND_BLOCK = 500
+
+
+# --- datasets --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    id: str
+    role: str  # "user" | "assistant"
+    text: str
+
+
+@dataclass
+class Session:
+    label: str
+    turns: list[Turn]
+
+
+@dataclass
+class Question:
+    id: str
+    text: str
+    kind: str
+    answer: list[str]
+    stale: list[str] = field(default_factory=list)
+    #: Counted in the overall figure (LoCoMo's adversarial category 5 is reported on its own).
+    overall: bool = True
+
+
+@dataclass
+class Dialogue:
+    id: str
+    tenant: str  # dialogues with the same tenant key share a tenant
+    language: str
+    end_user: str
+    sessions: list[Session]
+    questions: list[Question]
+
+    def turns(self) -> list[Turn]:
+        return [t for s in self.sessions for t in s.turns]
+
+
+@dataclass
+class Dataset:
+    name: str
+    dialogues: list[Dialogue]
+    #: (dialogue index, question) in the order they are asked.
+    asked: list[tuple[int, Question]]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _ask_in_order(dialogues: list[Dialogue]) -> list[tuple[int, Question]]:
+    return [(i, q) for i, d in enumerate(dialogues) for q in d.questions]
+
+
+def _cap_turns(dialogue: Dialogue, max_turns: int | None) -> int:
+    """Keep the first ``max_turns`` turns of ``dialogue`` (all when None) and only the questions whose answer
+    turns were all kept (their stale turns are cut to the kept ones); returns how many questions were dropped."""
+    if not max_turns:
+        return 0
+    left = max_turns
+    sessions = []
+    for session in dialogue.sessions:
+        if left <= 0:
+            break
+        sessions.append(Session(session.label, session.turns[:left]))
+        left -= len(sessions[-1].turns)
+    dialogue.sessions = sessions
+    kept = {t.id for t in dialogue.turns()}
+    before = len(dialogue.questions)
+    dialogue.questions = [q for q in dialogue.questions if all(a in kept for a in q.answer)]
+    for q in dialogue.questions:
+        q.stale = [s for s in q.stale if s in kept]
+    return before - len(dialogue.questions)
+
+
+def load_locomo(conversations: list[int] | None, max_turns: int | None) -> Dataset:
+    convs = locomo_recall.load_conversations(10, None)
+    chosen = [c for c in convs if conversations is None or c.index in conversations]
+    dialogues = []
+    glitches: Counter[str] = Counter()
+    dropped = 0
+    for conv in chosen:
+        sessions: dict[str, list[Turn]] = {}
+        for t in conv.turns:
+            # "D3:12" is turn 12 of session 3.
+            sessions.setdefault(t.dia_id.split(":")[0], []).append(Turn(t.dia_id, "user", f"{t.speaker}: {t.text}"))
+        questions = [
+            Question(
+                f"{conv.sample_id}#{n}",
+                q.question,
+                f"cat{q.category} {locomo_recall.CATEGORY_NAMES.get(q.category, '?')}",
+                q.evidence,
+                overall=q.category != 5,
+            )
+            for n, q in enumerate(conv.qa)
+            if q.evidence
+        ]
+        dialogue = Dialogue(
+            conv.sample_id, conv.sample_id, "en", "locomo-user", [Session(k, v) for k, v in sessions.items()], questions
+        )
+        dropped += _cap_turns(dialogue, max_turns)
+        dialogues.append(dialogue)
+        glitches.update(conv.evidence_glitches)
+    info = {
+        "path": str(locomo_recall.DATA),
+        "citation": locomo_recall.CITATION,
+        "license": "CC BY-NC 4.0 (non-commercial evaluation; never shipped)",
+        "conversations": [d.id for d in dialogues],
+        "evidence_glitches": dict(glitches),
+        "questions_without_evidence_skipped": sum(c.evidence_glitches["no_evidence"] for c in chosen),
+        "questions_dropped_by_max_turns": dropped,
+        "all_ten_conversations": {
+            "turns": sum(len(c.turns) for c in convs),
+            "questions_with_evidence": sum(1 for c in convs for q in c.qa if q.evidence),
+        },
+    }
+    return Dataset("locomo", dialogues, _ask_in_order(dialogues), info)
+
+
+_USER_ROLES = {"user", "customer", "end_user", "用户", "客户"}
+_AGENT_ROLES = {"assistant", "agent", "bot", "客服", "service"}
+
+
+def _first(item: dict[str, Any], *names: str, default: Any = None) -> Any:
+    for name in names:
+        if name in item and item[name] is not None:
+            return item[name]
+    return default
+
+
+def _role(raw: Any, where: str) -> str:
+    role = str(raw).strip().lower()
+    if role in _USER_ROLES:
+        return "user"
+    if role in _AGENT_ROLES:
+        return "assistant"
+    raise ValueError(f"{where}: unknown role {raw!r} (expected one of {sorted(_USER_ROLES | _AGENT_ROLES)})")
+
+
+def _turn_ids(raw: Any) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str | int):
+        raw = [raw]
+    return [str(x) for x in raw]
+
+
+def parse_zh_cs(raw: Any, *, max_turns: int | None = None) -> Dataset:
+    """Dialogues from the ``zh_cs`` schema (module docstring). Accepted variants: the top level a list of
+    dialogues or ``{"dialogues": […]}``; a dialogue's ``id``/``dialogue_id``, ``end_user``/``user_id``;
+    ``sessions`` as a list of ``{"id"/"session_id", "turns"}`` or of turn lists, or a flat ``turns`` list whose
+    turns name their ``session``; a turn's ``id``/``turn_id``, ``role``/``speaker``, ``text``/``content``; the
+    questions in ``questions``/``qa``, each with ``question``/``query``/``text``, ``kind``/``category``/``type``,
+    ``answer_turns``/``evidence``/``answers`` and ``stale_turns``/``stale``. Turn ids must be unique within a
+    dialogue (ids missing from the file become ``s<session>t<n>``); a dialogue's ``language`` (default ``zh``)
+    is its tenant's. A question naming a turn that does not exist is an error: the data is wrong, and a silent
+    drop would inflate the scores."""
+    items = raw["dialogues"] if isinstance(raw, dict) else raw
+    dialogues = []
+    dropped = 0
+    for n, item in enumerate(items):
+        did = str(_first(item, "id", "dialogue_id", default=f"d{n}"))
+        if "sessions" in item:
+            raw_sessions = [
+                (str(_first(s, "id", "session_id", default=i)), s["turns"]) if isinstance(s, dict) else (str(i), s)
+                for i, s in enumerate(item["sessions"])
+            ]
+        else:
+            grouped: dict[str, list[Any]] = {}
+            for t in item["turns"]:
+                grouped.setdefault(str(_first(t, "session", "session_id", default=0)), []).append(t)
+            raw_sessions = list(grouped.items())
+        sessions = []
+        for label, turns in raw_sessions:
+            parsed = []
+            for i, t in enumerate(turns):
+                where = f"dialogue {did} session {label} turn {i}"
+                parsed.append(
+                    Turn(
+                        str(_first(t, "id", "turn_id", default=f"s{label}t{i}")),
+                        _role(_first(t, "role", "speaker", default=""), where),
+                        str(_first(t, "text", "content")).strip(),
+                    )
+                )
+            sessions.append(Session(label, parsed))
+        ids = [t.id for s in sessions for t in s.turns]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"dialogue {did}: turn ids repeat: {[k for k, c in Counter(ids).items() if c > 1]}")
+        questions = []
+        for i, q in enumerate(_first(item, "questions", "qa", default=[])):
+            question = Question(
+                str(_first(q, "id", "question_id", default=f"{did}#q{i}")),
+                str(_first(q, "question", "query", "text")),
+                str(_first(q, "kind", "category", "type", default="all")),
+                _turn_ids(_first(q, "answer_turns", "evidence", "answers")),
+                _turn_ids(_first(q, "stale_turns", "stale")),
+            )
+            unknown = [t for t in question.answer + question.stale if t not in ids]
+            if unknown:
+                raise ValueError(f"dialogue {did} question {question.id}: no such turns {unknown}")
+            if not question.answer:
+                raise ValueError(f"dialogue {did} question {question.id}: no answer turns")
+            questions.append(question)
+        end_user = str(_first(item, "end_user", "user_id", default=f"customer-{did}"))
+        language = str(_first(item, "language", default="zh"))
+        dialogue = Dialogue(did, did, language, end_user, sessions, questions)
+        dropped += _cap_turns(dialogue, max_turns)
+        dialogues.append(dialogue)
+    info = {"questions_dropped_by_max_turns": dropped}
+    return Dataset("zh_cs", dialogues, _ask_in_order(dialogues), info)
+
+
+def load_zh_cs(path: Path, max_turns: int | None) -> Dataset:
+    dataset = parse_zh_cs(json.loads(path.read_text()), max_turns=max_turns)
+    dataset.info["path"] = str(path)
+    return dataset
+
+
+# --- the synthetic scale dataset ---------------------------------------------------------------------------------
+
+_PRODUCTS = [
+    ("扫地机器人 X200", "robot vacuum X200"), ("空气净化器 AP-9", "air purifier AP-9"),
+    ("蓝牙耳机 B3 Pro", "B3 Pro earbuds"), ("电饭煲 R5", "R5 rice cooker"), ("机械键盘 K87", "K87 keyboard"),
+    ("儿童自行车 16 寸", "16-inch kids bike"), ("净水器 W600", "W600 water filter"), ("投影仪 P1", "P1 projector"),
+    ("跑步机 T30", "T30 treadmill"), ("咖啡机 C9", "C9 espresso machine"), ("电动牙刷 S2", "S2 toothbrush"),
+    ("显示器 27 寸 4K", "27-inch 4K monitor"), ("登山包 45L", "45L hiking pack"),
+    ("羽绒服 L 码", "down jacket, size L"),
+    ("智能手表 G5", "G5 smartwatch"), ("加湿器 H2", "H2 humidifier"), ("电热水壶 E1", "E1 kettle"),
+    ("游戏手柄 J4", "J4 controller"), ("行李箱 24 寸", "24-inch suitcase"), ("台灯 L8", "L8 desk lamp"),
+]  # fmt: skip
+_PLACES_ZH = [
+    "上海市浦东新区世纪大道", "北京市朝阳区建国路", "杭州市西湖区文三路", "广州市天河区体育西路",
+    "成都市武侯区天府大道", "深圳市南山区科技园路", "南京市鼓楼区中山北路", "武汉市洪山区珞喻路",
+    "西安市雁塔区小寨路", "苏州市工业园区星湖街",
+]  # fmt: skip
+_PLACES_EN = [
+    "Maple Street, Springfield", "Harbor Road, Portland", "Elm Avenue, Austin", "King Street, Toronto",
+    "Baker Street, London", "Pine Lane, Denver", "Ocean Drive, Miami", "Lake Road, Chicago", "Hill Street, Boston",
+    "Park Avenue, Seattle",
+]  # fmt: skip
+_COURIERS = [("顺丰", "SF"), ("圆通", "YT"), ("中通", "ZT"), ("京东物流", "JD")]
+_EN_COURIERS = [("UPS", "1Z"), ("FedEx", "FX"), ("DHL", "DH"), ("USPS", "US")]
+
+
+@dataclass
+class _Fact:
+    code: str  # the order/ticket number the questions name
+    kind: str
+    language: str
+    user: str
+    reply: str
+    questions: list[str]
+
+
+def _fact(rng: random.Random, n: int, prefix: str, day0: date) -> _Fact:
+    """One synthetic exchange: a user message with facts and the agent's reply, and questions that each
+    name it by its number (so exactly this exchange answers them)."""
+    zh = rng.random() < 0.5
+    product_zh, product_en = rng.choice(_PRODUCTS)
+    amount = rng.randrange(19, 5000) + rng.choice((0, 0.5, 0.9))
+    when = day0 + timedelta(days=rng.randrange(0, 700))
+    code = f"{prefix}{n:05d}{rng.randrange(10, 99)}"
+    kind = rng.choice(("order", "address", "refund", "delivery", "phone", "ticket"))
+    phone = f"1{rng.choice('3589')}{rng.randrange(10**8, 10**9)}"
+    number = rng.randrange(1, 999)
+    if zh:
+        place = f"{rng.choice(_PLACES_ZH)} {number} 号"
+        courier, tag = rng.choice(_COURIERS)
+        date_text = f"{when.year} 年 {when.month} 月 {when.day} 日"
+        user, reply, questions = {
+            "order": (
+                f"我 {date_text}下的订单 {code}，买的是{product_zh}，付了 {amount:.2f} 元，怎么还没发货？",
+                f"订单 {code}（{product_zh}，¥{amount:.2f}）已安排出库，预计三天内发货。",
+                [f"订单 {code} 买的是什么？", f"订单 {code} 付了多少钱？", f"订单 {code} 是哪天下的？"],
+            ),
+            "address": (
+                f"订单 {code} 的收货地址改成{place}，{product_zh}送到这里。",
+                f"已将订单 {code} 的收货地址改为{place}。",
+                [f"订单 {code} 寄到哪里？", f"订单 {code} 的收货地址是什么？", f"订单 {code} 改到哪个地址了"],
+            ),
+            "refund": (
+                f"订单 {code} 的{product_zh}我退货了，退款 {amount:.2f} 元什么时候到账？",
+                f"订单 {code} 的退款 ¥{amount:.2f} 已于 {date_text}原路退回，1 到 3 个工作日到账。",
+                [f"订单 {code} 退了多少钱？", f"订单 {code} 的退款哪天退回的？", f"订单 {code} 退的是什么商品？"],
+            ),
+            "delivery": (
+                f"订单 {code} 的快递单号 {tag}{rng.randrange(10**9, 10**10)} 一直没更新，{product_zh}到哪了？",
+                f"订单 {code} 由{courier}配送，{date_text}到达转运中心，预计两天内送达。",
+                [f"订单 {code} 是哪家快递？", f"订单 {code} 的快递单号是多少？", f"订单 {code} 什么时候到转运中心的？"],
+            ),
+            "phone": (
+                f"订单 {code} 的联系电话改成 {phone}，送{product_zh}的时候打这个号。",
+                f"已更新订单 {code} 的联系电话为 {phone}。",
+                [f"订单 {code} 留的电话是多少？", f"订单 {code} 的联系电话改成什么了？", f"订单 {code} 买的是什么？"],
+            ),
+            "ticket": (
+                f"我要投诉，订单 {code} 的{product_zh}坏了，{date_text}收到就不能用。",
+                f"非常抱歉，已为订单 {code} 建立售后工单，单号 GD{code}，48 小时内联系您。",
+                [f"订单 {code} 的售后工单号是多少？", f"订单 {code} 哪天收到的货？", f"订单 {code} 投诉的是什么商品？"],
+            ),
+        }[kind]  # fmt: skip
+    else:
+        place = f"{number} {rng.choice(_PLACES_EN)}"
+        courier, tag = rng.choice(_EN_COURIERS)
+        date_text = f"{when:%B} {when.day}, {when.year}"
+        user, reply, questions = {
+            "order": (
+                f"I placed order {code} on {date_text} for a {product_en}, paid ${amount:.2f}, and it hasn't shipped.",
+                f"Order {code} ({product_en}, ${amount:.2f}) is being packed and ships within three days.",
+                [f"What did I buy in order {code}?", f"How much did I pay for order {code}?",
+                 f"When did I place order {code}?"],
+            ),
+            "address": (
+                f"Please change the delivery address of order {code} to {place}; the {product_en} should go there.",
+                f"Done: order {code} will now be delivered to {place}.",
+                [f"Where is order {code} being delivered?", f"What address did I give for order {code}?",
+                 f"Which address did I set for the {product_en} order {code}?"],
+            ),
+            "refund": (
+                f"I returned the {product_en} from order {code}. When will the ${amount:.2f} refund arrive?",
+                f"The ${amount:.2f} refund for order {code} was issued on {date_text}; allow 1-3 business days.",
+                [f"How much was refunded for order {code}?", f"When was the refund for order {code} issued?",
+                 f"What item did I return from order {code}?"],
+            ),
+            "delivery": (
+                f"Tracking {tag}{rng.randrange(10**9, 10**10)} for order {code} is stuck. Where is my {product_en}?",
+                f"Order {code} is with {courier}; it reached the sorting hub on {date_text} and arrives in two days.",
+                [f"Which courier has order {code}?", f"What's the tracking number of order {code}?",
+                 f"When did order {code} reach the hub?"],
+            ),
+            "phone": (
+                f"Use {phone} as the contact number for order {code} when you deliver the {product_en}.",
+                f"Updated: the contact number for order {code} is now {phone}.",
+                [f"What phone number is on order {code}?", f"Which contact number did I give for order {code}?",
+                 f"What did I buy in order {code}?"],
+            ),
+            "ticket": (
+                f"I want to complain: the {product_en} from order {code} arrived broken on {date_text}.",
+                f"Sorry about that. Ticket GD{code} is open for order {code}; we will contact you within 48 hours.",
+                [f"What's the ticket number for order {code}?", f"When did order {code} arrive?",
+                 f"What product did I complain about in order {code}?"],
+            ),
+        }[kind]  # fmt: skip
+    return _Fact(code, kind, "zh" if zh else "en", user, reply, questions)
+
+
+def _scale_dialogue(
+    name: str, turns: int, rng: random.Random, prefix: str, per_session: int
+) -> tuple[list[_Fact], Dialogue]:
+    facts = [_fact(rng, n, prefix, date(2023, 1, 1)) for n in range(turns)]
+    sessions = []
+    for start in range(0, turns, per_session):
+        session_turns = []
+        for n in range(start, min(turns, start + per_session)):
+            session_turns += [
+                Turn(f"{name}-u{n}", "user", facts[n].user),
+                Turn(f"{name}-a{n}", "assistant", facts[n].reply),
+            ]
+        sessions.append(Session(f"{name}-s{start // per_session}", session_turns))
+    return facts, Dialogue(name, "scale", "zh", f"{name}-user", sessions, [])
+
+
+def build_scale(turns: int, small: int, queries: int, seed: int, per_session: int = 20) -> Dataset:
+    """Two end users of one tenant: ``turns`` and ``small`` exchanges; ``queries`` distinct questions each,
+    asked alternately. A question names its exchange's order number; both turns of the exchange answer it."""
+    rng = random.Random(seed)
+    big_facts, big = _scale_dialogue("large", turns, rng, "B", per_session)
+    small_facts, little = _scale_dialogue("small", small, rng, "S", per_session)
+
+    def pick(facts: list[_Fact], name: str) -> list[Question]:
+        pool = [(n, q) for n, f in enumerate(facts) for q in dict.fromkeys(f.questions)]
+        if len(pool) < queries:
+            raise SystemExit(f"{name}: only {len(pool)} distinct questions for --queries {queries}")
+        # One question per exchange first (spread over the whole history), then second ones, …
+        by_fact: dict[int, list[str]] = defaultdict(list)
+        for n, q in pool:
+            by_fact[n].append(q)
+        order = list(by_fact)
+        rng.shuffle(order)
+        chosen: list[tuple[int, str]] = []
+        round_no = 0
+        while len(chosen) < queries:
+            chosen += [(n, by_fact[n][round_no]) for n in order if round_no < len(by_fact[n])][: queries - len(chosen)]
+            round_no += 1
+        return [
+            Question(f"{name}#{i}", q, f"{facts[n].kind} ({facts[n].language})", [f"{name}-u{n}", f"{name}-a{n}"])
+            for i, (n, q) in enumerate(chosen)
+        ]
+
+    big.questions, little.questions = pick(big_facts, "large"), pick(small_facts, "small")
+    asked = [(i, q) for pair in zip(big.questions, little.questions, strict=True) for i, q in enumerate(pair)]
+    info = {"seed": seed, "turns": {"large": turns, "small": small}, "turns_per_session": per_session,
+            "languages": dict(Counter(f.language for f in big_facts + small_facts))}  # fmt: skip
+    return Dataset("scale", [big, little], asked, info)
+
+
+# --- ingest through the chat turn --------------------------------------------------------------------------------
+
+
+@dataclass
+class Ingested:
+    """A dialogue after ingestion: its tenant, and which stored message each dataset turn became."""
+
+    dialogue: Dialogue
+    tenant: Any
+    turn_of_message: dict[str, str] = field(default_factory=dict)  # stored message id → dataset turn id
+    turns: int = 0  # run_turn calls
+    fillers: int = 0  # filler user messages sent before an agent turn with no user turn before it
+    acks: int = 0  # user turns answered with ACK
+    turn_ms: list[float] = field(default_factory=list)  # run_turn, call to return
+    reply_ms: list[float] = field(default_factory=list)  # call to on_done (reply complete and stored)
+    after_ms: list[float] = field(default_factory=list)  # on_done to return (what runs after the reply)
+    seconds: float = 0.0
+    errors: Counter[str] = field(default_factory=Counter)
+    reply_mismatches: int = 0  # TurnResult.reply differs from the scripted text
+
+
+class FakeModel:
+    """The fake Ollama's reply source: answers every ``/api/chat`` request with the reply set for the turn
+    under way, and checks that the request is for that turn's user message (the prompt's last message)."""
+
+    def __init__(self) -> None:
+        self.reply = ""
+        self.expect = ""
+        self.requests = 0
+        self.prompt_mismatches = 0
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        from tests.fake_ollama import Reply
+
+        self.requests += 1
+        messages = body.get("messages") or [{}]
+        if self.expect not in str(messages[-1].get("content", "")):
+            self.prompt_mismatches += 1
+        return Reply(text=self.reply)
+
+
+def _exchanges(session: Session, language: str) -> list[tuple[str, str | None, str, str | None]]:
+    """``(user text, its turn id, reply text, its turn id)`` per run_turn call; None for a filler or an ACK."""
+    out: list[tuple[str, str | None, str, str | None]] = []
+    turns = session.turns
+    i = 0
+    while i < len(turns):
+        turn = turns[i]
+        if turn.role == "user":
+            nxt = turns[i + 1] if i + 1 < len(turns) and turns[i + 1].role == "assistant" else None
+            out.append((turn.text, turn.id, nxt.text if nxt else ACK[language], nxt.id if nxt else None))
+            i += 2 if nxt else 1
+        else:
+            out.append((FILLER[language], None, turn.text, turn.id))
+            i += 1
+    return out
+
+
+def make_tenant(slug: str, language: str) -> Any:
+    from tenants.services import do_create_tenant
+
+    tenant = do_create_tenant(slug, slug, language=language).tenant
+    tenant.settings = {**(tenant.settings or {}), "rate_limits": dict(RATE_LIMITS)}
+    tenant.save(update_fields=["settings"])
+    return tenant
+
+
+def open_session(tenant: Any, end_user: str, metadata: dict[str, Any]) -> Any:
+    from chat.sessions import do_open_session
+    from tenants.rls import tenant_scope
+
+    with tenant_scope(tenant):
+        return do_open_session(tenant, end_user, {"benchmark": "chat_memory", **metadata}).session
+
+
+async def _ingest(ing: Ingested, sessions: list[Any], fake: FakeModel, llm: Any, progress: Callable[[], None]) -> None:
+    from chat.services import run_turn
+
+    dialogue = ing.dialogue
+    for session, dsession in zip(sessions, dialogue.sessions, strict=True):
+        for n, (text, user_id, reply, reply_id) in enumerate(_exchanges(dsession, dialogue.language)):
+            fake.reply, fake.expect = reply, text
+            done_at: list[float] = []
+
+            async def on_done(_result: Any, done_at: list[float] = done_at) -> None:
+                done_at.append(time.perf_counter())
+
+            started = time.perf_counter()
+            try:
+                result = await run_turn(
+                    ing.tenant, session, text, f"{dsession.label}-{n}"[:100], llm=llm, on_done=on_done
+                )
+            except Exception as exc:  # recorded with its text (ApiError or not); the run goes on
+                ing.errors[f"{type(exc).__name__}: {exc}"] += 1
+                message_id = getattr(exc, "message_id", "")
+                if message_id and user_id:
+                    ing.turn_of_message[message_id] = user_id
+                continue
+            ended = time.perf_counter()
+            ing.turns += 1
+            ing.fillers += user_id is None
+            ing.acks += reply_id is None
+            ing.turn_ms.append((ended - started) * 1000)
+            if done_at:
+                ing.reply_ms.append((done_at[0] - started) * 1000)
+                ing.after_ms.append((ended - done_at[0]) * 1000)
+            else:
+                ing.errors["on_done was not called"] += 1
+            if result.reply != reply:
+                ing.reply_mismatches += 1
+            if user_id:
+                ing.turn_of_message[result.message_id] = user_id
+            if reply_id:
+                ing.turn_of_message[result.reply_id] = reply_id
+            progress()
+
+
+def warmup_dataset(languages: list[str]) -> Dataset:
+    dialogues = []
+    for language in languages:
+        texts = {
+            "zh": ["你好，我的订单号是 WARM0001。", "请问什么时候发货？"],
+            "en": ["Hi, my order is WARM0001.", "When?"],
+        }
+        turns = [Turn(f"w{n}", "user", text) for n, text in enumerate(texts.get(language, texts["en"]))]
+        dialogues.append(
+            Dialogue(f"warmup-{language}", f"warmup-{language}", language, "warmup", [Session("w", turns)], [])
+        )
+    return Dataset("warmup", dialogues, [])
+
+
+def ingest(dataset: Dataset, fake_host: str, fake: FakeModel) -> list[Ingested]:
+    """Every dialogue's turns through ``run_turn``, one event loop for the whole dataset."""
+    from django.conf import settings
+
+    from chat.llm import OllamaChat
+    from memory import embeddings
+    from memory.models import MemoryType
+
+    tenants: dict[str, Any] = {}
+    plan = []
+    for dialogue in dataset.dialogues:
+        key = dialogue.tenant
+        if key not in tenants:
+            tenants[key] = make_tenant(f"cm-{dataset.name}-{len(tenants)}"[:50], dialogue.language)
+            for model in embeddings.models_for(tenants[key], MemoryType.values):  # loaded before the first turn
+                embeddings.embed(["warm up"], model=model)
+        tenant = tenants[key]
+        sessions = [open_session(tenant, dialogue.end_user, {"dialogue": dialogue.id, "session": s.label})
+                    for s in dialogue.sessions]  # fmt: skip
+        plan.append((Ingested(dialogue, tenant), sessions))
+    total = sum(len(_exchanges(s, d.language)) for d in dataset.dialogues for s in d.sessions)
+    done = [0]
+    started = time.perf_counter()
+
+    def progress() -> None:
+        done[0] += 1
+        if done[0] % 250 == 0 or done[0] == total:
+            rate = done[0] / (time.perf_counter() - started)
+            common.log(f"  {done[0]}/{total} turns, {rate:.1f} turns/s, ~{(total - done[0]) / rate:.0f} s left")
+
+    async def run_all() -> None:
+        llm = OllamaChat(fake_host, settings.OLLAMA_MODEL, timeout_s=settings.OLLAMA_TIMEOUT_S)
+        for ing, sessions in plan:
+            began = time.perf_counter()
+            await _ingest(ing, sessions, fake, llm, progress)
+            ing.seconds = time.perf_counter() - began
+
+    asyncio.run(run_all())
+    return [ing for ing, _ in plan]
+
+
+# --- recall, scores, baseline -------------------------------------------------------------------------------------
+
+
+def stale_served(ranked: list[str], answer: list[str], stale: list[str], k: int = STALE_K) -> bool:
+    """A stale turn among the top ``k`` ranked above every answer turn (or with no answer turn there)."""
+    top = ranked[:k]
+    stale_ranks = [i for i, t in enumerate(top) if t in stale]
+    if not stale_ranks:
+        return False
+    answer_ranks = [i for i, t in enumerate(top) if t in answer]
+    return not answer_ranks or min(stale_ranks) < min(answer_ranks)
+
+
+@dataclass
+class Scores:
+    rows: list[tuple[Question, list[str]]] = field(default_factory=list)
+
+    def add(self, question: Question, ranked: list[str]) -> None:
+        self.rows.append((question, ranked))
+
+    @staticmethod
+    def _group(rows: list[tuple[Question, list[str]]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": len(rows)}
+        for k in KS:
+            out[f"R@{k}"] = round(sum(locomo_recall.recall_at(r, q.answer, k) for q, r in rows) / len(rows), 4)
+        out["hit@5"] = round(sum(any(a in r[:5] for a in q.answer) for q, r in rows) / len(rows), 4)
+        with_stale = [(q, r) for q, r in rows if q.stale]
+        if with_stale:
+            served = sum(stale_served(r, q.answer, q.stale) for q, r in with_stale)
+            out["stale_questions"] = len(with_stale)
+            out["stale_served"] = round(served / len(with_stale), 4)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        groups: dict[str, list[tuple[Question, list[str]]]] = defaultdict(list)
+        for q, r in self.rows:
+            groups[q.kind].append((q, r))
+            if q.overall:
+                groups["overall"].append((q, r))
+        return {
+            name: self._group(rows) for name, rows in sorted(groups.items(), key=lambda x: (x[0] != "overall", x[0]))
+        }
+
+
+def _tokens(text: str) -> list[str]:
+    from memory.text import has_cjk, segment
+
+    return segment(text) if has_cjk(text) else locomo_recall.words(text)
+
+
+def _query_tokens(text: str) -> list[str]:
+    from memory.text import has_cjk, query_terms
+
+    return query_terms(text) if has_cjk(text) else locomo_recall.words(text)
+
+
+def bm25_baseline(dataset: Dataset) -> Scores:
+    """Okapi BM25 over each end user's raw dataset turns (what the dataset says, not what was stored)."""
+    scores = Scores()
+    indexes = []
+    for dialogue in dataset.dialogues:
+        turns = dialogue.turns()
+        indexes.append((locomo_recall.BM25([_tokens(t.text) for t in turns]), [t.id for t in turns]))
+    for index, question in dataset.asked:
+        bm25, ids = indexes[index]
+        scores.add(question, locomo_recall.rank_by(bm25.scores(_query_tokens(question.text)), ids)[:RECALL_K])
+    return scores
+
+
+@dataclass
+class Asked:
+    scores: Scores = field(default_factory=Scores)
+    wall_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # per dialogue
+    #: dialogue → recall's own ``timings_ms`` stage → values (rule, vector, embed, rerank, total)
+    stage_ms: dict[str, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    unmapped_hits: int = 0
+    hit_types: Counter[str] = field(default_factory=Counter)
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+
+def ask(dataset: Dataset, ingested: list[Ingested]) -> Asked:
+    """Every question through ``recall`` in a new session of its dialogue's end user, in ``dataset.asked``
+    order (timed one by one; one untimed recall first in each new session)."""
+    from memory.recall import recall
+
+    sessions = []
+    for ing in ingested:
+        session = open_session(ing.tenant, ing.dialogue.end_user, {"dialogue": ing.dialogue.id, "session": "ask"})
+        recall(ing.tenant, session, "warm up", k=RECALL_K, record=False)
+        sessions.append(session)
+    out = Asked()
+    for index, question in dataset.asked:
+        ing, session = ingested[index], sessions[index]
+        started = time.perf_counter()
+        result = recall(ing.tenant, session, question.text, k=RECALL_K, record=False)
+        out.wall_ms[ing.dialogue.id].append((time.perf_counter() - started) * 1000)
+        for stage, ms in result.timings_ms.items():
+            out.stage_ms[ing.dialogue.id][stage].append(ms)
+        ranked = []
+        for hit in result.hits:
+            turn = ing.turn_of_message.get(str(hit.memory.source_message_id), "?")
+            out.unmapped_hits += turn == "?"
+            out.hit_types[f"{hit.memory.type}/{hit.memory.source_role or '-'}"] += 1
+            ranked.append(turn)
+        out.scores.add(question, ranked)
+        out.details.append({"id": question.id, "kind": question.kind, "answer": question.answer,
+                            "stale": question.stale, "ranked": ranked})  # fmt: skip
+    return out
+
+
+# --- storage ----------------------------------------------------------------------------------------------------
+
+_TABLES = ("memory_memoryunit", "memory_memoryevent", "chat_message")
+
+
+def relation_bytes() -> dict[str, int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT t, pg_total_relation_size(t::regclass) FROM unnest(%s::text[]) AS t", [list(_TABLES)])
+        return dict(cursor.fetchall())
+
+
+def storage(tenant_ids: list[Any], before: dict[str, int], turns: int) -> dict[str, Any]:
+    """Rows and bytes of this run's tenants. Reads every tenant of the run at once, so it opts out of row-level
+    security explicitly (``operator_scope``): a read for the record, never a write."""
+    from django.db import connection
+
+    from tenants.rls import operator_scope
+
+    out: dict[str, Any] = {
+        "how": "rows: count(*) of the run's tenants; row_bytes: sum(pg_column_size(t.*)) over them (row data as "
+        "stored, no indexes); relation_bytes: growth of pg_total_relation_size (heap + TOAST + indexes) over the "
+        "ingest, the database holding only this run",
+        "turns": turns,
+    }
+    after = relation_bytes()
+    with operator_scope(), connection.cursor() as cursor:
+        for table in _TABLES:
+            cursor.execute(
+                f"SELECT count(*), COALESCE(sum(pg_column_size(t.*)), 0) FROM {table} t "  # noqa: S608 - our names
+                "WHERE t.tenant_id = ANY(%s)",
+                [tenant_ids],
+            )
+            rows, row_bytes = cursor.fetchone()
+            grown = after[table] - before.get(table, 0)
+            out[table] = {
+                "rows": rows, "row_bytes": int(row_bytes), "relation_bytes": grown,
+                "rows_per_1000_turns": round(rows * 1000 / max(turns, 1), 1),
+                "row_kib_per_1000_turns": round(int(row_bytes) * 1000 / max(turns, 1) / 1024, 1),
+                "relation_kib_per_1000_turns": round(grown * 1000 / max(turns, 1) / 1024, 1),
+            }  # fmt: skip
+        cursor.execute(
+            "SELECT type, source_role, count(*), count(*) FILTER (WHERE source_message_id IS NULL) "
+            "FROM memory_memoryunit WHERE tenant_id = ANY(%s) GROUP BY 1, 2 ORDER BY 3 DESC",
+            [tenant_ids],
+        )
+        out["memoryunit_by_type"] = [
+            {"type": t, "source_role": r or "-", "rows": n, "without_source_message": nn}
+            for t, r, n, nn in cursor.fetchall()
+        ]
+        cursor.execute(
+            "SELECT u.external_id, count(m.id) FROM tenants_enduser u "
+            "LEFT JOIN memory_memoryunit m ON m.tenant_id = u.tenant_id AND m.end_user_id = u.id "
+            "WHERE u.tenant_id = ANY(%s) GROUP BY 1 ORDER BY 1",
+            [tenant_ids],
+        )
+        out["memoryunit_rows_by_end_user"] = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT kind, actor, count(*) FROM memory_memoryevent WHERE tenant_id = ANY(%s) GROUP BY 1, 2 "
+            "ORDER BY 3 DESC",
+            [tenant_ids],
+        )
+        out["memoryevent_by_kind"] = [{"kind": k, "actor": a, "rows": n} for k, a, n in cursor.fetchall()]
+    return out
+
+
+# --- report -------------------------------------------------------------------------------------------------------
+
+
+def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
+    rows = []
+    for group, s in summary.items():
+        rows.append([label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("stale_served", "-")])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=("locomo", "zh_cs", "scale"), required=True)
+    parser.add_argument("--conversations", help="locomo: conversation indexes, e.g. 0,1 (default all 10)")
+    parser.add_argument("--max-turns", type=int, default=0, help="locomo/zh_cs: first N turns of each dialogue")
+    parser.add_argument("--data", type=Path, default=ZH_CS_DATA, help="zh_cs: the dataset file")
+    parser.add_argument("--turns", type=int, default=5000, help="scale: the large end user's turns")
+    parser.add_argument("--small-turns", type=int, default=50, help="scale: the small end user's turns")
+    parser.add_argument("--queries", type=int, default=150, help="scale: distinct questions per end user")
+    parser.add_argument("--seed", type=int, default=20240601, help="scale: the generator's seed")
+    parser.add_argument("--out", help="output name under bench/out/ (default chat_memory_<dataset>)")
+    parser.add_argument(
+        "--knobs", action="append", default=[], metavar="JSON",
+        help="also ask every question with these recall settings (settings.MEMDESK_RECALL, e.g. "
+        "'{\"recency_weight\": 1.0}'), on the same ingest; repeatable. The default settings stay the figure.",
+    )  # fmt: skip
+    args = parser.parse_args()
+    started = time.perf_counter()
+
+    max_turns = args.max_turns or None
+    if args.dataset == "locomo":
+        conversations = [int(x) for x in args.conversations.split(",")] if args.conversations else None
+        dataset = load_locomo(conversations, max_turns)
+    elif args.dataset == "zh_cs":
+        if not args.data.exists():
+            raise SystemExit(f"{args.data} does not exist (--data names another file)")
+        dataset = load_zh_cs(args.data, max_turns)
+    else:
+        dataset = build_scale(args.turns, args.small_turns, args.queries, args.seed)
+    n_turns = sum(len(d.turns()) for d in dataset.dialogues)
+    common.log(f"{dataset.name}: {len(dataset.dialogues)} dialogues, {n_turns} dataset turns, "
+               f"{len(dataset.asked)} questions")  # fmt: skip
+
+    common.setup_django(DB_NAME, fresh=True)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per model request otherwise
+    from django.conf import settings
+
+    from chat.llm import clear_context_cache
+    from tests.fake_ollama import FakeOllama
+
+    results: dict[str, Any] = {
+        "benchmark": "chat_memory",
+        "dataset": dataset.name,
+        "date": common.now_iso(),
+        "command": shlex.join([".venv/bin/python", "bench/chat_memory.py", *sys.argv[1:]]),
+        "niceness": os.nice(0),
+        "path_measured": PATH_MEASURED,
+        "git": common.git_state(),
+        "machine": common.machine_info(),
+        "dataset_info": {
+            **dataset.info,
+            "dialogues": len(dataset.dialogues),
+            "dataset_turns": n_turns,
+            "questions": len(dataset.asked),
+        },
+        "setup": {"k": RECALL_K, "record": False, "rate_limits": RATE_LIMITS, "ack": ACK, "filler": FILLER},
+    }
+
+    fake = FakeModel()
+    with FakeOllama(default_reply=fake) as server:
+        settings.OLLAMA_HOST = server.host  # what chat.llm.get_llm() would use too
+        clear_context_cache()
+        # A few turns of a tenant of their own first, left out of every figure: the first turn of a process
+        # loads the tokenizer, jieba and the encoders (seconds).
+        ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
+        before = relation_bytes()
+        common.log("ingest through chat.services.run_turn")
+        ingested = ingest(dataset, server.host, fake)
+        show_requests = len(server.show_requests)
+    turns = sum(i.turns for i in ingested)
+    seconds = sum(i.seconds for i in ingested)
+    turn_ms = [x for i in ingested for x in i.turn_ms]
+    reply_ms = [x for i in ingested for x in i.reply_ms]
+    after_ms = [x for i in ingested for x in i.after_ms]
+    errors = sum((i.errors for i in ingested), Counter())
+    results["ingest"] = {
+        "turns": turns,
+        "seconds": round(seconds, 1),
+        "turns_per_s": round(turns / seconds, 2) if seconds else None,
+        "run_turn_ms": common.summarise(turn_ms),
+        "until_reply_done_ms": common.summarise(reply_ms),
+        "after_reply_ms": common.summarise(after_ms),
+        "errors": dict(errors),
+        "acks": sum(i.acks for i in ingested),
+        "fillers": sum(i.fillers for i in ingested),
+        "model_requests": fake.requests,
+        "model_show_requests": show_requests,
+        "prompt_mismatches": fake.prompt_mismatches,
+        "reply_mismatches": sum(i.reply_mismatches for i in ingested),
+        "per_dialogue": {
+            i.dialogue.id: {
+                "turns": i.turns,
+                "seconds": round(i.seconds, 1),
+                "run_turn_ms": common.summarise(i.turn_ms),
+                # how a turn's cost grows with the end user's history
+                f"run_turn_ms_by_{TREND_BLOCK}_turns": [
+                    common.summarise(i.turn_ms[n : n + TREND_BLOCK]) for n in range(0, len(i.turn_ms), TREND_BLOCK)
+                ],
+            }
+            for i in ingested
+        },
+    }
+    common.log(f"  {turns} turns in {seconds:.1f} s ({results['ingest']['turns_per_s']} turns/s); errors: "
+               f"{dict(errors) or 'none'}")  # fmt: skip
+    tenant_ids = list({i.tenant.pk for i in ingested})
+    results["storage"] = storage(tenant_ids, before, turns)
+
+    common.log("questions through memory.recall.recall in a new session of each end user")
+    asked = ask(dataset, ingested)
+    baseline = bm25_baseline(dataset)
+    recall_summary, bm25_summary = asked.scores.summary(), baseline.summary()
+    all_wall = [x for v in asked.wall_ms.values() for x in v]
+    results["recall"] = {
+        "scores": recall_summary,
+        "wall_ms": common.summarise(all_wall),
+        "wall_ms_by_dialogue": {k: common.summarise(v) for k, v in asked.wall_ms.items()},
+        "stage_ms_by_dialogue": {
+            k: {stage: common.summarise(v) for stage, v in stages.items()} for k, stages in asked.stage_ms.items()
+        },
+        "hits_without_a_dataset_turn": asked.unmapped_hits,
+        "hits_by_type": dict(asked.hit_types.most_common()),
+    }
+    results["baseline_bm25"] = {"scores": bm25_summary, "over": "the end user's raw dataset turns"}
+    variants = []
+    for raw in args.knobs:
+        knobs = json.loads(raw)
+        settings.MEMDESK_RECALL = knobs  # a declared setting: what an operator would set
+        common.log(f"questions again with MEMDESK_RECALL={knobs}")
+        variants.append((knobs, ask(dataset, ingested).scores.summary()))
+        del settings.MEMDESK_RECALL
+    results["knob_variants"] = [{"knobs": knobs, "scores": summary} for knobs, summary in variants]
+    if dataset.name == "scale":
+        large, small = (asked.wall_ms[d.id] for d in dataset.dialogues)
+        p95_large, p95_small = common.percentile(large, 95), common.percentile(small, 95)
+        results["scale"] = {
+            "recall_wall_ms": {"large": common.summarise(large), "small": common.summarise(small)},
+            "p95_ratio_large_to_small": round(p95_large / p95_small, 3),
+            "target": "recall p95 for an end user with 5,000 turns ≤ 2× that for an end user with 50 turns",
+            "memoryunit_rows_by_end_user": results["storage"]["memoryunit_rows_by_end_user"],
+        }
+    if dataset.name == "locomo" and turns:
+        full = dataset.info["all_ten_conversations"]
+        ingest_s = full["turns"] / (turns / seconds)
+        ask_s = full["questions_with_evidence"] * (sum(all_wall) / max(len(all_wall), 1)) / 1000
+        results["projection"] = {
+            **full,
+            "ingest_s": round(ingest_s),
+            "questions_s": round(ask_s),
+            "note": "linear at this run's rates: a turn costs more as its end user's history grows (bench/out/"
+            "chat_memory_scale.json), so a run on fewer or shorter conversations than the full set's underestimates",
+        }
+    results["questions"] = asked.details
+    results["wall_s"] = round(time.perf_counter() - started, 1)
+    path = common.write_result(args.out or f"chat_memory_{dataset.name}", results)
+
+    print()
+    print(f"{PATH_MEASURED}\n")
+    headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served"]
+    rows = report_rows(recall_summary, "recall (chat path)") + report_rows(bm25_summary, "BM25 raw turns")
+    for knobs, summary in variants:
+        rows += report_rows(summary, f"recall with {json.dumps(knobs)}")[:1]
+    print(common.table(headers, rows))
+    print()
+    st = results["storage"]
+    timing = [
+        ["ingest", f"{turns} turns, {seconds:.1f} s, {results['ingest']['turns_per_s']} turns/s"],
+        ["run_turn p50/p95 ms", f"{common.summarise(turn_ms).get('p50')} / {common.summarise(turn_ms).get('p95')}"],
+        [
+            "until reply done p50/p95 ms",
+            f"{common.summarise(reply_ms).get('p50')} / {common.summarise(reply_ms).get('p95')}",
+        ],
+        [
+            "after the reply p50/p95 ms",
+            f"{common.summarise(after_ms).get('p50')} / {common.summarise(after_ms).get('p95')}",
+        ],
+        ["recall p50/p95 ms", f"{common.summarise(all_wall).get('p50')} / {common.summarise(all_wall).get('p95')}"],
+    ]
+    for table in _TABLES:
+        s = st[table]
+        timing.append([f"{table} per 1,000 turns",
+                       f"{s['rows_per_1000_turns']} rows, {s['row_kib_per_1000_turns']} KiB rows, "
+                       f"{s['relation_kib_per_1000_turns']} KiB relation"])  # fmt: skip
+    if "scale" in results:
+        sc = results["scale"]
+        for name in ("large", "small"):
+            w = sc["recall_wall_ms"][name]
+            timing.append([f"recall {name} user p50/p95 ms", f"{w['p50']} / {w['p95']} (n={w['n']})"])
+        timing.append(["p95 large / p95 small", sc["p95_ratio_large_to_small"]])
+        timing.append(["memory rows by end user", json.dumps(sc["memoryunit_rows_by_end_user"])])
+    if "projection" in results:
+        pr = results["projection"]
+        timing.append(
+            [
+                "projected full LoCoMo",
+                f"ingest {pr['ingest_s'] / 60:.1f} min ({pr['turns']} turns) + questions {pr['questions_s']} s "
+                f"({pr['questions_with_evidence']})",
+            ]
+        )
+    if errors:
+        timing.append(["errors", json.dumps(dict(errors), ensure_ascii=False)])
+    print(common.table(["measure", "value"], timing))
+    print(f"\nwrote {path} in {results['wall_s']} s")
+
+
+if __name__ == "__main__":
+    main()
