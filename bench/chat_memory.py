@@ -77,6 +77,7 @@ import json
 import logging
 import os
 import random
+import re
 import shlex
 import sys
 import time
@@ -897,7 +898,8 @@ def main() -> None:
     common.log(f"{dataset.name}: {len(dataset.dialogues)} dialogues, {n_turns} dataset turns, "
                f"{len(dataset.asked)} questions")  # fmt: skip
 
-    common.setup_django(DB_NAME, fresh=True)
+    # One database per output name: two runs side by side (a dataset and another) never drop each other's.
+    common.setup_django(f"{DB_NAME}_{re.sub(r'[^a-z0-9_]', '_', (args.out or dataset.name).lower())}", fresh=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per model request otherwise
     from django.conf import settings
 

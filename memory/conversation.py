@@ -185,11 +185,26 @@ def is_question(unit: str) -> bool:
     return bool(_QUESTION.search(unit.strip()))
 
 
+#: A unit that changes or corrects something said before (「已更正为…」, 「不是东十二舍，是西十二舍」, "changed
+#: to"): recall lets it overtake older units on the same matter (``recall._overtaken``).
+_UPDATE = re.compile(
+    r"更正|改为|改成|改到|更新为|更新成|调整为|调整到|换成|换到|变更为|推迟到|提前到|不再|说错|搞错|写错|不对|"
+    r"升级[为至到]|已升级|已取消|取消了|作废|已结案|"
+    r"(?i:\b(?:changed|updated|corrected|moved|rescheduled|postponed|instead|no longer|actually|cancel(?:l)?ed|"
+    r"upgraded|switched)\b)"
+)
+
+
+def is_update(unit: str) -> bool:
+    return bool(_UPDATE.search(unit))
+
+
 @dataclass(frozen=True)
 class _Unit:
     content: str
     facts: dict[str, str]
     question: bool = False
+    update: bool = False
 
 
 def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
@@ -203,7 +218,7 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     for content in units:
         squashed = _squash(content)
         facts = {key: value for key, value, marks in stated if any(m in squashed for m in marks)}
-        out.append(_Unit(content, facts, question=is_question(content) and not facts))
+        out.append(_Unit(content, facts, question=is_question(content) and not facts, update=is_update(content)))
     return out
 
 
@@ -235,6 +250,7 @@ def index_messages(
                         data={
                             "source": "conversation", "role": message.role, "facts": u.facts,
                             **({"question": True} if u.question else {}),
+                            **({"update": True} if u.update else {}),
                         },
                     )
                     for u in units

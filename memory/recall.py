@@ -67,7 +67,12 @@ DEFAULT_TUNING = {
     #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
     "question_weight": 0.5,
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
-    "recency_weight": 0.5,
+    "recency_weight": 1.0,
+    #: A newer unit that changes or corrects something (``data["update"]``) overtakes an older candidate
+    #: unit at least this similar (cosine, same model); for a query about the present any newer unit at
+    #: least ``now_similarity`` similar does. Overtaken units rank after the current ones.
+    "update_similarity": 0.3,
+    "now_similarity": 0.35,
     "min_similarity": 0.2,
     "bm25_k1": 1.2,
     "bm25_b": 0.75,
@@ -396,7 +401,63 @@ def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], 
     return stale
 
 
-def _current_first(tenant: Tenant, session: ChatSession, hits: list[RecallHit], as_of: datetime) -> list[RecallHit]:
+# Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).
+_PAIRS_SQL = """
+SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)
+FROM memory_memoryunit a
+JOIN memory_memoryunit b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s) AND b.embedding_model = a.embedding_model
+     AND (b.created_at, b.id) > (a.created_at, a.id)
+WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL
+"""
+
+
+def _overtaken(tenant: Tenant, units: list[MemoryUnit], *, about_now: bool) -> dict[Any, Any]:
+    """Units a newer unit among ``units`` has overtaken, each with the newest that did: one that changes or
+    corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
+    about the present — any newer unit at least ``now_similarity`` similar."""
+    knobs = tuning()
+    updates = {u.pk for u in units if (u.data or {}).get("update")}
+    if len(units) < 2 or not (updates or about_now):
+        return {}
+    created = {u.pk: (u.created_at, str(u.pk)) for u in units}
+    with connection.cursor() as cursor:
+        cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units]})
+        pairs = cursor.fetchall()
+    overtaken: dict[Any, Any] = {}
+    for older, newer, similarity in pairs:
+        by_update = newer in updates and similarity >= float(knobs["update_similarity"])
+        if by_update or (about_now and similarity >= float(knobs["now_similarity"])):
+            if older not in overtaken or created[newer] > created[overtaken[older]]:
+                overtaken[older] = newer
+    return overtaken
+
+
+def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[RecallHit]:
+    """``hits`` where a unit ranked above the newer unit that overtook it gives that unit its place: the
+    newer one moves up to just above it (the older is marked ``stale``). Nothing leaves the list."""
+    if not overtaken:
+        return hits
+    by_id = {h.memory.pk: h for h in hits}
+    position = {pk: i for i, pk in enumerate(by_id)}
+    out: list[RecallHit] = []
+    emitted: set[Any] = set()
+    for hit in hits:
+        if hit.memory.pk in emitted:
+            continue
+        newer = overtaken.get(hit.memory.pk)
+        if newer in by_id and position[newer] > position[hit.memory.pk]:
+            hit.stale = True
+            if newer not in emitted:
+                out.append(by_id[newer])
+                emitted.add(newer)
+        out.append(hit)
+        emitted.add(hit.memory.pk)
+    return out
+
+
+def _current_first(
+    tenant: Tenant, session: ChatSession, hits: list[RecallHit], as_of: datetime, *, about_now: bool = False
+) -> list[RecallHit]:
     """One ranked list over keyed facts and conversation units: of a keyed fact and a unit from the same
     message, only the higher ranked stays (one fact, said once), and units stating a superseded or ended
     value follow every current hit, in their own order."""
@@ -422,10 +483,16 @@ def _current_first(tenant: Tenant, session: ChatSession, hits: list[RecallHit], 
             continue
         taken.add(memory.pk)
         kept.append(hit)
-    stale = _stale_units(tenant, session, [h.memory for h in kept if is_conversation_key(h.memory.key)], as_of)
+    kept_units = [h.memory for h in kept if is_conversation_key(h.memory.key)]
+    stale = _stale_units(tenant, session, kept_units, as_of)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
-    return [h for h in kept if not h.stale] + [h for h in kept if h.stale]
+    current = [h for h in kept if not h.stale]
+    current = _after_overtakers(
+        current,
+        _overtaken(tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], about_now=about_now),
+    )
+    return current + [h for h in kept if h.stale]
 
 
 #: Words of a question about the present state of things: the newest statement is likeliest to hold.
@@ -433,6 +500,11 @@ _ABOUT_NOW = re.compile(
     r"现在|目前|当前|最新|最后|最终|如今|改成|改到|换成|调整|更新|还是"
     r"|(?i:\b(?:now|currently|current|latest|most recent|at the moment|these days|still|final|anymore)\b)"
 )
+
+
+def about_now(query: str) -> bool:
+    """Whether ``query`` asks how things stand now (「现在」, 「最后」, "currently")."""
+    return bool(_ABOUT_NOW.search(query))
 
 
 def _rerank_weights(query: str, hits: list[RecallHit]) -> dict[Any, float]:
@@ -443,12 +515,12 @@ def _rerank_weights(query: str, hits: list[RecallHit]) -> dict[Any, float]:
     weights = {}
     order = sorted(hits, key=lambda h: (h.memory.created_at, str(h.memory.pk)))
     recent = {h.memory.pk: i / max(1, len(order) - 1) for i, h in enumerate(order)}
-    about_now = bool(_ABOUT_NOW.search(query))
+    now = about_now(query)
     for hit in hits:
         weight = 1.0
         if _is_question_unit(hit.memory):
             weight *= float(knobs["question_weight"])
-        if about_now:
+        if now:
             weight *= 1 + float(knobs["recency_weight"]) * recent[hit.memory.pk]
         weights[hit.memory.pk] = weight
     return weights
@@ -567,7 +639,7 @@ def recall(
         weights = _rerank_weights(query, candidates)
         candidates = _with_answers(tenant, session, candidates, weights, as_of, limit=k * 3)
         rule_hits.sort(key=lambda h: -h.memory.relevance_score)
-        hits = _current_first(tenant, session, rule_hits + candidates, as_of)[:k]
+        hits = _current_first(tenant, session, rule_hits + candidates, as_of, about_now=about_now(query))[:k]
         needs_confirmation = bool(hits) and max(h.score for h in hits) < CONFIRM_BELOW
         if record:
             mark_recalled(tenant, [h.memory.pk for h in hits])
