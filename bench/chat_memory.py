@@ -185,7 +185,12 @@ def _cap_turns(dialogue: Dialogue, max_turns: int | None) -> int:
     return before - len(dialogue.questions)
 
 
-def load_locomo(conversations: list[int] | None, max_turns: int | None) -> Dataset:
+def load_locomo(conversations: list[int] | None, max_turns: int | None, mode: str = "paired") -> Dataset:
+    """LoCoMo's conversations as chat sessions. ``paired`` (the figure): within each session, turns alternate
+    as the user's message and the model's reply (the fake model answers turn 2k+1 with turn 2k+2, each
+    "Speaker: text"), so every turn is one message and the message before each is the turn before it, as in a
+    two-party chat; a session's odd last turn gets the short acknowledgement. ``acked``: every turn is a user
+    message, each answered "OK." (which stores nothing): the message before each turn is then an "OK."."""
     convs = locomo_recall.load_conversations(10, None)
     chosen = [c for c in convs if conversations is None or c.index in conversations]
     dialogues = []
@@ -195,7 +200,9 @@ def load_locomo(conversations: list[int] | None, max_turns: int | None) -> Datas
         sessions: dict[str, list[Turn]] = {}
         for t in conv.turns:
             # "D3:12" is turn 12 of session 3.
-            sessions.setdefault(t.dia_id.split(":")[0], []).append(Turn(t.dia_id, "user", f"{t.speaker}: {t.text}"))
+            turns = sessions.setdefault(t.dia_id.split(":")[0], [])
+            role = "assistant" if mode == "paired" and len(turns) % 2 == 1 else "user"
+            turns.append(Turn(t.dia_id, role, f"{t.speaker}: {t.text}"))
         questions = [
             Question(
                 f"{conv.sample_id}#{n}",
@@ -218,6 +225,7 @@ def load_locomo(conversations: list[int] | None, max_turns: int | None) -> Datas
         "citation": locomo_recall.CITATION,
         "license": "CC BY-NC 4.0 (non-commercial evaluation; never shipped)",
         "conversations": [d.id for d in dialogues],
+        "turns_as": mode,
         "evidence_glitches": dict(glitches),
         "questions_without_evidence_skipped": sum(c.evidence_glitches["no_evidence"] for c in chosen),
         "questions_dropped_by_max_turns": dropped,
@@ -870,6 +878,10 @@ def main() -> None:
     parser.add_argument("--dataset", choices=("locomo", "zh_cs", "scale"), required=True)
     parser.add_argument("--conversations", help="locomo: conversation indexes, e.g. 0,1 (default all 10)")
     parser.add_argument("--max-turns", type=int, default=0, help="locomo/zh_cs: first N turns of each dialogue")
+    parser.add_argument(
+        "--locomo-turns", choices=("paired", "acked"), default="paired",
+        help="locomo: turns alternate as user message and model reply (paired), or all are user messages (acked)",
+    )  # fmt: skip
     parser.add_argument("--data", type=Path, default=ZH_CS_DATA, help="zh_cs: the dataset file")
     parser.add_argument("--turns", type=int, default=5000, help="scale: the large end user's turns")
     parser.add_argument("--small-turns", type=int, default=50, help="scale: the small end user's turns")
@@ -887,7 +899,7 @@ def main() -> None:
     max_turns = args.max_turns or None
     if args.dataset == "locomo":
         conversations = [int(x) for x in args.conversations.split(",")] if args.conversations else None
-        dataset = load_locomo(conversations, max_turns)
+        dataset = load_locomo(conversations, max_turns, args.locomo_turns)
     elif args.dataset == "zh_cs":
         if not args.data.exists():
             raise SystemExit(f"{args.data} does not exist (--data names another file)")

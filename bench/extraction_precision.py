@@ -15,7 +15,10 @@ message. Two extractors run on the same set:
 
 Run from the repository root: ``.venv/bin/python bench/extraction_precision.py`` (a few seconds; jieba loads its
 dictionary once). Prints a Markdown table and writes ``bench/out/extraction_precision.json``. ``--errors`` lists
-each wrong or missed fact of the new code. No Django settings needed: ``memory.rules`` is pure.
+each wrong or missed fact of the new code. ``--data PATH`` scores another labelled file of the same schema (e.g.
+the held-out ``bench/data/extraction_labels_holdout.json``); its result then goes to
+``bench/out/extraction_precision_<stem>.json`` (the stem less ``extraction_labels_``) unless ``--out NAME`` names
+another ``bench/out/NAME.json``. No Django settings needed: ``memory.rules`` is pure.
 """
 
 from __future__ import annotations
@@ -147,6 +150,14 @@ def score(items: list[dict[str, Any]], predicted: list[set[tuple[str, str]]]) ->
     return {"per_key": per_key, "errors": errors}
 
 
+def _rel(path: Path) -> str:
+    """``path`` relative to the repository root where it lies inside it, else as given."""
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -155,11 +166,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", help="git revision of the original memory/rules.py (default: see docstring)")
     parser.add_argument("--errors", action="store_true", help="list the new code's wrong and missed facts")
+    parser.add_argument("--data", type=Path, default=LABELS, help=f"labelled messages (default: {_rel(LABELS)})")
+    parser.add_argument("--out", help="result name, written to bench/out/NAME.json (default: see docstring)")
     args = parser.parse_args()
+    data = args.data.resolve()
+    out_name = args.out or (
+        "extraction_precision"
+        if data == LABELS
+        else "extraction_precision_" + data.stem.removeprefix("extraction_labels_")
+    )
 
     from memory.rules import extract_facts
 
-    labels = json.loads(LABELS.read_text())
+    labels = json.loads(data.read_text())
     items, now = labels["items"], datetime.fromisoformat(labels["now"])
     revision = args.baseline or baseline_revision()
     with tempfile.TemporaryDirectory() as workdir:
@@ -185,6 +204,7 @@ def main() -> None:
             ]
         )
     langs = Counter(item["lang"] for item in items)
+    print(f"data: {_rel(data)}")
     print(f"{len(items)} messages ({langs['zh']} Chinese, {langs['en']} English); original = {revision[:10]}\n")
     print(table(["key", "labels", "new P", "new R", "original P", "original R", "wrong new/orig"], rows))
     if args.errors:
@@ -193,12 +213,12 @@ def main() -> None:
             print(f"#{error['id']} {error.get('wrong') and 'WRONG ' + error['wrong'] or 'MISSED ' + error['missed']}"
                   f"  ← {error['text']}")  # fmt: skip
     path = write_result(
-        "extraction_precision",
+        out_name,
         {
             "benchmark": "extraction_precision",
             "when": now_iso(),
             "git": git_state(),
-            "labels": str(LABELS.relative_to(REPO_ROOT)),
+            "labels": _rel(data),
             "messages": len(items),
             "languages": dict(langs),
             "baseline_revision": revision,

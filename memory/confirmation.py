@@ -1,7 +1,9 @@
 """Changes and confirmations in the user's words (S13): does a message replace a fact, or only confirm it?
 
 :func:`is_change` says whether a change marker (「我换号了」, 「改成」, 「不对，我的…」, "my new number is",
-"changed my e-mail to") precedes a value in its sentence, so the replacement is flagged ``change=True``.
+"changed my e-mail to", a rejected value: 「不是 159…，是 159…」) precedes a value in its sentence, so the replacement
+is flagged ``change=True``. :func:`is_rejected` says whether the value itself is the one a correction rejects
+(「不是 15921873306」, "not 646-555-0172"): it is nobody's fact.
 :func:`is_confirmation` recognises a bare confirmation of what the agent just said (「对，就是这个号」, "yes that's
 right"), which must not lower a fact's score. Pure.
 """
@@ -12,18 +14,31 @@ import re
 
 from memory.redaction import redact
 
-__all__ = ["is_change", "is_confirmation"]
+__all__ = ["is_change", "is_confirmation", "is_rejected"]
 
 _CHANGE = re.compile(
     r"换号|换了|新号|新的(?:号码|手机|地址|邮箱)|新(?:手机|地址|邮箱|电话)|改成|改为|改到|更改|更换|变更|修改|更新为|更正|"
-    r"不是这个|不是那个|搬家|搬到|以后(?:联系|用|发到?)|现在(?:用|改)|不对[，,。\s]*(?:我的|应该是|是)|不是我的|(?:写|记|填|登记)错了|"
+    r"不是这个|不是那个|搬家|搬到|以后(?:联系|用|发到?)|现在(?:用|改)|不对[，,。\s]*(?:我的|应该是|是)|不是我的|"
+    r"(?:写|记|填|登记)错了|"
+    # a rejected value before this one: 「不是 15921873306，…是 15921873307」, 「不是文三路 259 号，是…」
+    r"(?:不是|并非)\s*(?=[+\d]|[\w.+-]+@)|(?:不是|并非)[^，。；,;！？!?]{1,40}[，,]\s*(?:而|应该|就)?是\s*$|"
     r"(?<![A-Za-z])(?:new (?:phone|number|mobile|cell|e-?mail|address)|changed?(?: (?:my|the) [\w-]+)? to|"
     r"updated?(?: (?:my|the) [\w-]+)? to|moved to|not that one|correction|instead|no longer|"
     r"(?:no|wrong)[,.]?\s+(?:it'?s|my (?:\w+ )?(?:number|phone|address|e-?mail) is)|"
-    r"not my (?:number|phone|address|e-?mail)|isn't mine)(?![A-Za-z])",
+    r"not my (?:number|phone|address|e-?mail)|isn't mine|"
+    r"(?:not|isn't|wasn't)(?=\s+(?:\+\d|\(?\d{3}\)?[ .-]?\d{3})))(?![A-Za-z])",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
+# Right before a value, a denial rejects it: 「不是 15921873306，是 …」, "it's not 646-555-0172 but …".
+_REJECTING = re.compile(
+    r"(?:不是|并非|而非|而不是|(?i:(?<![A-Za-z])(?:not|isn't|wasn't|rather than|instead of)))\s*[「“\"']?\s*$"
+)
+
+
+def is_rejected(text: str, start: int) -> bool:
+    """The value at ``text[start]`` follows a denial directly (「不是 159…」, "not 646-…"): a correction rejects it."""
+    return bool(_REJECTING.search(text, max(0, start - 16), start))
 
 
 def is_change(text: str, start: int) -> bool:

@@ -152,7 +152,8 @@ def retention_seconds(tenant: Tenant) -> int:
     return (days or DEFAULT_RETENTION_DAYS) * 86400
 
 
-def _squash(value: str) -> str:
+def squash(value: str) -> str:
+    """``value`` without spaces, dashes and brackets, case-folded: how a fact's value is compared with text."""
     return re.sub(r"[\s\-()（）]", "", value).casefold()
 
 
@@ -168,7 +169,7 @@ def _stated_facts(text: str, role: str, now: datetime) -> list[tuple[str, str, l
         if fact.key not in STATEFUL_KEYS:
             continue
         marks = [fact.value, *(str(fact.data.get(f, "")) for f in ("text", "task_id", "display"))]
-        stated.append((fact.key, fact.value, [m for m in (_squash(m) for m in marks) if len(m) >= 2]))
+        stated.append((fact.key, fact.value, [m for m in (squash(m) for m in marks) if len(m) >= 2]))
     return stated
 
 
@@ -216,7 +217,7 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     stated = _stated_facts(text, role, now)
     out = []
     for content in units:
-        squashed = _squash(content)
+        squashed = squash(content)
         facts = {key: value for key, value, marks in stated if any(m in squashed for m in marks)}
         out.append(_Unit(content, facts, question=is_question(content) and not facts, update=is_update(content)))
     return out

@@ -12,9 +12,15 @@ The rule is therefore asymmetric:
 
 :func:`whose` reads the words around the value: the nearest possessor marker before it in its clause (the last one
 wins, so "my wife's" is the wife's), else in the earlier clauses of its sentence, or a copula right after it
-(「13800001111 是我妈的」, "… is not mine"). A venue or a company owns the value only when the words go on to its
-contact details (「快递员电话」, 「门店地址」, "the hotel at"): 「我在门店买的，手机号…」 is still the user's number.
-Values inside quotes or after 「例如」/"for example" are nobody's profile.
+(「13800001111 是我妈的」, "… is not mine", "… on file for you", "… as your contact number"). A venue or a company
+owns the value only when the words go on to its contact details (「快递员电话」, 「门店地址」, "the hotel at"):
+「我在门店买的，手机号…」 is still the user's number. A courier, a driver or a technician also owns what they gave,
+left or sent (「快递小哥给的号码」, "the courier left a note saying to call …"), unless it was given to them
+(「我给快递员留的号码」), and a 他/她/"his" whose nearest person is such a courier is the courier. An address
+followed by a venue's noun is the venue's ("the 250 Main Street, Cambridge store", 「… 号门店」). A contact's own
+verb of living is theirs (「我朋友住在…」), and a denial hands the value to the contact named before it ("my sister's
+address, not mine: …"). The agent's 「您登记的…」 carries over to the next bare field it reads back
+(「您登记的姓名是刘建国，邮箱 …」). Values inside quotes or after 「例如」/"for example" are nobody's profile.
 
 :func:`disowned_mentions` finds the profile keys the user says are not theirs (「这不是我的电话」, "that email isn't
 mine"). Pure; no database access.
@@ -41,24 +47,36 @@ _RELATIVES_ZH = (
     "奶奶|外公|外婆|姥姥|姥爷|儿子|女儿|孩子|小孩|哥哥|姐姐|弟弟|妹妹|朋友|同事|同学|老板|领导|上司|室友|舍友|邻居|家人|"
     "亲戚|婆婆|公公|岳母|岳父|丈母娘|闺蜜|舅舅|叔叔|表哥|表姐|表弟|表妹|堂哥|堂姐|助理|秘书|房东|父母|爸妈"
 )
-_CONTACT = (
+_CONTACT_WHO = (
     rf"我?(?:{_RELATIVES_ZH})|我的?[妈爸哥姐弟妹](?!妹)|(?<!其)[他她](?!们)的?|"
     r"(?i:(?<![A-Za-z])(?:wife|husband|partner|spouse|fianc[ée]e?|mom|mum|mother|dad|father|parents?|son|daughter|"
     r"kids?|child(?:ren)?|brother|sister|sibling|friend|colleague|co-?worker|boss|neighbou?r|roommate|flatmate|"
     r"assistant|secretary|girlfriend|boyfriend|grand(?:ma|pa|mother|father|parents?)|aunt|uncle|cousin|nephew|niece|"
     r"landlord|landlady|in-laws?|his|her|him)(?:'s|’s)?(?![A-Za-z]))"
 )
+# 「我朋友住在…」: the contact lives there. The verb is part of the marker so that it ends after the user's own
+# 「住在」 and wins over it; ``who`` is the contact's name kept in the marker.
+_CONTACT = rf"(?P<who>{_CONTACT_WHO})(?:现在|目前|也|就|一直|平时)?(?:住在|家在|住)?"
+_CONTACT_NAMED = re.compile(_CONTACT_WHO)
+# 他/她, "his"/"her" stand for the person named last: 「快递员说他的电话是…」, "the driver said his number is …"
+# are the courier's, not a contact's.
+_PRONOUN = re.compile(r"(?<!其)[他她](?!们)|(?i:(?<![A-Za-z])(?:his|her|him)(?![A-Za-z]))")
+_ACTS_ON_PRONOUN = re.compile(
+    r"[^，。；！？,;!?]{0,6}?(?:给|联系|找|通知|告诉|叫)[他她]|"
+    r"(?i:[^,;.!?]{0,12}?(?:call(?:ed)?|text(?:ed)?|told|gave|emailed|contacted)\s+(?:him|her))"
+)
 _OTHER = (
-    r"快递(?:员|小哥|公司|站|点|柜|网点)|快递(?=电话|的电话)|物流(?:公司|电话)|配送(?:员|站)|骑手|外卖员|司机|师傅|工程师|"
-    r"技术员|维修员|安装工|商家|卖家|店家|商户|商城|店铺|门店|本店|店里|专卖店|旗舰店|分店|体验店|网点|营业厅|服务中心|"
+    r"快递(?:员|小哥|公司|站|点|柜|网点)|快递(?=电话|的电话)|物流(?:公司|电话)|配送(?:员|站)|骑手|外卖(?:员|小哥)|"
+    r"送货员|派件员|揽件员|司机|师傅|工程师|技术员|维修员|安装工|商家|卖家|店家|商户|商城|店铺|门店|本店|店里|"
+    r"专卖店|旗舰店|分店|体验店|网点|营业厅|服务中心|"
     r"售后(?:中心|网点|点|部|电话)|客服|热线|服务台|前台|总台|酒店|宾馆|民宿|旅馆|景区|景点|博物馆|餐厅|饭店|医院|诊所|"
     r"药店|银行|学校|物业|仓库|驿站|快递柜|代收点|自提点|门卫|机场|航空公司|车站|平台|官方|厂家|厂商|供应商|发件人|"
     r"寄件人|对方|他们|她们|人工|哪家|谁的|"
     r"(?i:(?<![A-Za-z])(?:hotel|motel|hostel|store|shop|outlet|branch|restaurant|cafe|clinic|hospital|pharmacy|bank|"
-    r"school|courier|driver|delivery (?:guy|person|driver)|technician|engineer|installer|support|hotline|helpline|"
-    r"help ?desk|customer (?:service|care|support)|call cent(?:er|re)|service cent(?:er|re)|warehouse|depot|"
-    r"front desk|reception|concierge|seller|merchant|vendor|dealer|venue|museum|airline|airport|station|sender|"
-    r"agency|department|their|toll-free)(?:'s|’s)?(?![A-Za-z]))"
+    r"school|courier|driver|delivery (?:guy|person|driver|man)|mailman|postman|technician|engineer|installer|"
+    r"support|hotline|helpline|help ?desk|customer (?:service|care|support)|call cent(?:er|re)|service cent(?:er|re)|"
+    r"warehouse|depot|front desk|reception|concierge|seller|merchant|vendor|dealer|venue|museum|airline|airport|"
+    r"station|sender|agency|department|their|toll-free)(?:'s|’s)?(?![A-Za-z]))"
 )
 _WORK_BY_ROLE = {
     # The user's workplace: 「寄到我公司」, 「单位地址」, "my office address".
@@ -70,7 +88,9 @@ _WORK_BY_ROLE = {
     r"(?i:(?<![A-Za-z])your\s+(?:office|workplace|employer|company|work)(?![A-Za-z]))",
 }
 # A self marker that is negated says the value is NOT the user's: 「这不是我的电话 138…」, "that's not my number".
-_NEGATED_SELF = r"不是我(?:本人)?的?|并非我的?|不属于我|(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine))"
+_NEGATED_SELF = re.compile(
+    r"不是我(?:本人)?的?|并非我的?|不属于我|(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine))"
+)
 _OTHER_BY_ROLE = {
     # The agent's own company: 「我们的客服热线」, "our support line", 「我司」.
     "assistant": r"我们的|我们(?=公司|门店|店|客服|热线|官方|售后|仓库|总部|这边的)|我司|本公司|本平台|"
@@ -91,7 +111,7 @@ _SELF_BY_ROLE = {
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
     r"[为帮给]您(?:把|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
     r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
-    r"we have you|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
+    r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }
 _EXAMPLE = re.compile(
     r"例如|比如|譬如|举个?例|示例|样例|格式(?:如|为|是|:|：)|比方说|假设|(?i:e\.g\.|for example|for instance|such as|"
@@ -102,7 +122,9 @@ _EXAMPLE = re.compile(
 _TAIL_LINK = re.compile(
     r"\s*(?:这个|那个|这|那|该)?\s*(?:号码|手机号?|电话|地址|邮箱)?\s*(?:不是|并非|是|为|属于|"
     r"(?i:is\s*n[o']t|isn't|is|was|belongs to)(?![A-Za-z])|=|—)|"
-    r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您"
+    r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您|"
+    # "We have (415) 555-0143 on file for you", "I've saved … as your contact number"
+    r"\s*(?i:on\s+file|as)(?![A-Za-z])"
 )
 _PRIORITY: dict[Owner, int] = {"other": 3, "contact": 2, "work": 1, "user": 0}
 
@@ -120,8 +142,41 @@ class Ownership:
 # directly: 「我在门店买的，手机号…」 mentions a shop but gives the user's own number.
 _VENUE_FOLLOWER = re.compile(
     r"\s*(?:的|电话|地址|号码|手机|邮箱|热线|座机|联系方式|是|在|为|打(?:过|了)?的?电话|[:：]\s*$|\s*$)|"
-    r"(?i:(?:'s|’s)|\s+(?:directly\s+)?(?:number|phone|line|address|e-?mail|is|at|on|can be reached|can be called)"
-    r"(?![A-Za-z]))"
+    r"(?i:(?:'s|’s)|,\s*$|\s+(?:directly\s+)?(?:number|phone|line|address|e-?mail|is|at|on|can be reached|"
+    r"can be called)(?![A-Za-z]))"
+)
+# A courier, a driver or a technician also owns the number they gave, left or sent: 「快递小哥给的号码」,
+# 「师傅留的电话」, "the courier left a note saying to call …" — unless they are the one it was given to:
+# 「我给快递员留的号码」 is the user's own number.
+_PERSON_OTHER = re.compile(
+    r"快递(?:员|小哥)|外卖(?:员|小哥)|配送员|送货员|派件员|揽件员|骑手|司机|师傅|工程师|技术员|维修员|安装工|"
+    r"(?i:courier|driver|delivery (?:guy|person|driver|man)|mailman|postman|technician|engineer|installer)"
+)
+# The verb takes its recipient with it (「给我的」, "gave me"), so the 「我的」/"me" in it is not the owner.
+_GAVE = re.compile(
+    r"\s*(?:刚才|刚刚|之前|上次|昨天|今天)?(?:给|留|发|报|说|提供|告诉|打来|打过来)(?:了|过)?(?:给)?(?:我|您)?"
+    r"(?:的|过来的|来的)?|"
+    r"(?i:\s+(?:left|gave|sent|texted|wrote|said|told|mentioned|called|rang)(?:\s+(?:me|us|you))?(?![A-Za-z]))"
+)
+_GIVEN_TO = re.compile(
+    r"(?:给|向|跟|和|让|告诉|问|帮|替|在)\s*$|"
+    r"(?i:(?<![A-Za-z])(?:to|told|asked|gave|give|tell|ask|for)\s+(?:the\s+|my\s+|our\s+)?$)"
+)
+# An address followed by a venue's noun is the venue's: "the 250 Main Street, Cambridge store", 「… 号门店」.
+_VENUE_AFTER = re.compile(
+    r"\s*(?P<noun>门店|分店|专卖店|旗舰店|体验店|营业厅|网点|仓库|酒店|宾馆|诊所|医院|药店|店(?:里|内|铺)|店(?=[，。；！？,;!?\s]|$)|"
+    r"(?i:(?:store|shop|branch|office|hotel|clinic|warehouse|location|outlet|depot|showroom|pharmacy|"
+    r"restaurant)(?![A-Za-z])))"
+)
+# The agent reading back what the user registered, one bare field after another: 「您登记的姓名是刘建国，邮箱 …」.
+# The field's clause must hold nothing else: 「…，邮箱 support@shop.com 可以联系我们」 is the company's.
+_REGISTERED = re.compile(
+    r"登记|预留|留|填写|填|绑定|注册|(?i:on file|on (?:the|your) account|you (?:gave|provided|registered|left|"
+    r"entered|listed))"
+)
+_BARE_FIELD = re.compile(
+    r"\s*(?:手机号码|手机号|手机|电话号码|电话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址|"
+    r"(?i:(?:phone|mobile|cell)(?: number)?|e-?mail(?: address)?|address))\s*(?:是|为|:|：|(?i:is))?\s*"
 )
 
 
@@ -131,7 +186,7 @@ def _patterns(role: str) -> tuple[tuple[Owner, re.Pattern[str], bool], ...]:
 
 _COMPILED: dict[str, tuple[tuple[Owner, re.Pattern[str], bool], ...]] = {
     role: (
-        ("other", re.compile(_NEGATED_SELF), False),
+        ("other", _NEGATED_SELF, False),
         ("other", re.compile(_OTHER), True),
         ("other", re.compile(_OTHER_BY_ROLE[role]), True),
         ("contact", re.compile(_CONTACT), False),
@@ -151,12 +206,24 @@ def _last_marker(segment: str, role: str, *, tail: bool = False) -> Ownership | 
         for match in pattern.finditer(segment):
             if not match.group(0):
                 continue
-            if needs_follower and not tail and not _VENUE_FOLLOWER.match(segment, match.end()):
+            end = _owner_end(segment, match) if needs_follower and not tail else match.end()
+            if end is None:
                 continue
-            rank = (match.end(), match.end() - match.start(), _PRIORITY[owner])
+            rank = (end, end - match.start(), _PRIORITY[owner])
             if best is None or rank > best[:3]:
-                best = (*rank, Ownership(owner, match.group(0).strip()))
+                best = (*rank, Ownership(owner, (match.groupdict().get("who") or match.group(0)).strip()))
     return best[3] if best else None
+
+
+def _owner_end(segment: str, match: re.Match[str]) -> int | None:
+    """Where the venue or person at ``match`` ends as an owner, or None when it owns nothing that follows: it must go
+    on to its contact details (its own end), or to what it gave (the end of the giving: 「快递员给我的」)."""
+    if _VENUE_FOLLOWER.match(segment, match.end()):
+        return match.end()
+    gave = _GAVE.match(segment, match.end()) if _PERSON_OTHER.fullmatch(match.group(0)) else None
+    if gave is None or _GIVEN_TO.search(segment, 0, match.start()):
+        return None
+    return gave.end()
 
 
 def _sentence_start(text: str, position: int) -> int:
@@ -192,6 +259,9 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     Examples and quoted values are ``other`` unless the clause also says they are the user's own; a hotline is
     judged by the caller (:mod:`memory.phones`), not here.
     """
+    venue = _VENUE_AFTER.match(text, end)
+    if venue:
+        return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
     left, right = _clause_bounds(text, start, end)
     tail = text[end:right][:24]
     link = _TAIL_LINK.match(tail)
@@ -202,13 +272,55 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         # Earlier clauses of the sentence: 「收件人是我妈，电话…」, 「寄到我公司，地址是…」. The agent's 「您的」 there
         # confirms nothing about this value (「您的订单已发货，如有问题请拨打…」), so only third parties count.
         earlier = _last_marker(text[_sentence_start(text, left) : left], role)
-        if earlier is not None and (role == "user" or earlier.owner != "user"):
+        if earlier is not None and (
+            role == "user"
+            or earlier.owner != "user"
+            or (_REGISTERED.search(earlier.marker) and _BARE_FIELD.fullmatch(text[left:start]) and not tail.strip())
+        ):
             found = earlier
+    if found is not None and found.owner == "other" and _NEGATED_SELF.fullmatch(found.marker):
+        found = _contact_before_denial(text, start, role) or found
+    if found is not None and found.owner == "contact":
+        found = _pronoun_for_a_courier(text, start, found)
     if is_quoted_or_example(text, start, end) and not (lead and lead.owner == "user"):
         return Ownership("other", "example")
     if found is not None:
         return found
     return Ownership("user") if role == "user" else Ownership("other")
+
+
+def _contact_before_denial(text: str, start: int, role: str) -> Ownership | None:
+    """「这是我姐的地址，不是我的：…」, "my sister's address, not mine: …": the denial hands the value to the contact
+    named before it in the sentence."""
+    sentence = _sentence_start(text, start)
+    denials = list(_NEGATED_SELF.finditer(text, sentence, start))
+    if not denials:
+        return None
+    before = _last_marker(text[sentence : denials[-1].start()], role)
+    return before if before is not None and before.owner == "contact" else None
+
+
+def _bare(marker: str) -> str:
+    return re.sub(r"(?:'s|’s|的)$", "", marker)
+
+
+def _pronoun_for_a_courier(text: str, start: int, found: Ownership) -> Ownership:
+    """A pronoun (他/她, "his") whose nearest person before it is a courier, a driver or a technician is theirs."""
+    if not _PRONOUN.fullmatch(_bare(found.marker)):
+        return found
+    pronouns = list(_PRONOUN.finditer(text, 0, start))
+    if not pronouns:
+        return found
+    before = text[: pronouns[-1].start()]
+    # 「快递员给她打过电话」: a pronoun the courier acts on is someone else, so that courier is no antecedent.
+    person = max(
+        (m.end() for m in _PERSON_OTHER.finditer(before) if not _ACTS_ON_PRONOUN.match(before, m.end())),
+        default=-1,
+    )
+    named = (m.end() for m in _CONTACT_NAMED.finditer(before) if not _PRONOUN.fullmatch(_bare(m.group(0))))
+    if person > max(named, default=-1):
+        return Ownership("other", "courier")
+    return found
 
 
 def owner_of(text: str, start: int, end: int, *, role: str) -> Owner:

@@ -3,7 +3,8 @@
 :func:`find_phones` lists candidates in the order the rule extractor claims them: Chinese mobiles (an optional
 +86/0086 prefix dropped, eleven digits kept), Chinese landlines written with a separator (0755-8888 6666),
 international numbers with a ``+`` or ``00`` prefix — parsed by Google's ``phonenumbers`` and given in E.164
-(``+442079460958``) — and North-American style numbers after a phone keyword ("phone (415) 555-0100").
+(``+442079460958``) — and North-American style numbers after a phone keyword ("phone (415) 555-0100"), written
+with the area code in brackets ("(415) 555-0143"), or followed by "on file" / "as your … number".
 
 A hotline is flagged, not dropped, so the caller can claim its span: Chinese 400/800 numbers and 95xxx service
 numbers, North-American toll-free prefixes (800, 833 … 888) and whatever ``phonenumbers`` types as toll-free,
@@ -27,6 +28,12 @@ _KEYWORD = re.compile(
     r"(?:电话|手机|号码|热线|(?<![A-Za-z])(?:phone|number|call|tel|mobile|cell|reach me at|line))[^0-9\n]{0,20}?"
     r"(?<![\d+])(?P<v>(?:1[ .-])?\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4})(?![\d])",
     re.IGNORECASE,
+)
+# Without a keyword before it, a North-American number still is one with its area code in brackets, or when the
+# words after it say so: "We have (415) 555-0143 on file", "I've saved 415-555-0143 as your number".
+_NANP_BARE = re.compile(
+    r"(?<![\d+])(?P<v>(?:1[ .-])?(?:\(\d{3}\)\s?\d{3}[ .-]\d{4}(?![\d])|\d{3}[ .-]\d{3}[ .-]\d{4}(?![\d])"
+    r"(?=\s+(?i:on\s+file|as\s+(?:your|my|the)\s+(?:[\w-]+\s+)?(?:number|phone|mobile|cell|contact))(?![A-Za-z]))))"
 )
 _CN_HOTLINE = re.compile(r"^(?:[48]00\d{7}|95\d{3,4}|1[01]\d{3})$")
 _NANP_TOLL_FREE = re.compile(r"^1?(?:800|833|844|855|866|877|888)\d{7}$")
@@ -88,7 +95,7 @@ def find_phones(text: str) -> list[PhoneMatch]:
         parsed = _international(match.group("v"))
         if parsed is not None:
             found.append(PhoneMatch(*match.span("v"), parsed[0], match.group("v").strip(), hotline=parsed[1]))
-    for match in _KEYWORD.finditer(text):
+    for match in (*_KEYWORD.finditer(text), *_NANP_BARE.finditer(text)):
         value = re.sub(r"\D", "", match.group("v"))
         if len(value) == 11:  # "1-800-555-0199": the leading 1 is North America's country code
             value = value[1:]

@@ -41,7 +41,7 @@ from django.utils import timezone
 from chat.access import require_session_id
 from chat.models import ChatSession
 from memory import embeddings, metrics
-from memory.conversation import is_conversation_key
+from memory.conversation import is_conversation_key, squash
 from memory.models import MemoryType, MemoryUnit
 from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
 from memory.text import TS_CONFIG, query_terms
@@ -362,15 +362,11 @@ WHERE m.tenant_id = %(tenant)s AND m.key = ANY(%(keys)s) AND m.created_at <= %(a
 _TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id", "membership"})
 
 
-def _squash(value: str) -> str:
-    return re.sub(r"[\s\-()（）]", "", value).casefold()
-
-
 def _states(memory: MemoryUnit, value: str) -> bool:
     """Whether a keyed memory holds ``value`` (in its content or its data's values)."""
-    wanted = _squash(value)
+    wanted = squash(value)
     texts = [memory["content"], *(str(v) for v in (memory["data"] or {}).values() if isinstance(v, str | int))]
-    return any(wanted and wanted in _squash(t) for t in texts)
+    return any(wanted and wanted in squash(t) for t in texts)
 
 
 def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], as_of: datetime) -> set[Any]:

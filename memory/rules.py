@@ -20,7 +20,14 @@ What belongs to someone else never lands on those keys, so it can never replace 
   "my office address") gives ``work_address``. Their e-mails, names and birthdays give nothing. A work phone or
   e-mail stays ``phone``/``email``: it is still how to reach the user. None of these keys is an anchor key; all
   three are ``fact_reference``.
-- a friend's order number (「我朋友的订单号…」) or one in an example (「订单号格式如…」) gives no ``order_id``.
+- a friend's order number (「我朋友的订单号…」) or one in an example (「订单号格式如…」) gives no ``order_id``;
+- a value a correction rejects (「不是 15921873306，完整的是 15921873307」, "not 646-555-0172") gives nothing; the
+  value that replaces it is a change.
+
+A Chinese address keeps its room number after the building or the unit (「7 栋 2 单元 901」) and loses the possessor
+that leads it (「我姐家：」); an English one keeps its unit, floor, city, state and ZIP ("500 Boylston Street, 10th
+Floor, Boston, MA 02116"). The user's name comes from the user's introduction, or from the agent reading it back
+(「您登记的姓名是…」, "the name on the account is …").
 
 :func:`disowned_keys` names the profile keys the user says are not theirs (「这不是我的电话」, "that email isn't
 mine"). Secrets are redacted before extraction: a password or card number never becomes a fact. No database access.
@@ -47,7 +54,7 @@ from memory.compression import (
     is_chinese_name,
     pos_cut,
 )
-from memory.confirmation import is_change, is_confirmation
+from memory.confirmation import is_change, is_confirmation, is_rejected
 from memory.numerals import CN_NUMBER, parse_number
 from memory.ownership import disowned_mentions, is_quoted_or_example
 from memory.phones import find_phones
@@ -217,16 +224,21 @@ _ADDRESS_KEYWORD = re.compile(
 # Without a keyword, an address must open with a province or a city right after a pause or a copula:
 # 「不是这个地址，是杭州市西湖区文三路 259 号」.
 _ADDRESS_BARE = re.compile(
-    r"(?:(?<![" + _CJK + r"])|(?<=[是在到为往]))(?![是在到为往])"
+    r"(?:(?<![" + _CJK + r"])|(?<=[是在到为往]))(?![是在到为往]|不是|并非)"
     r"(?P<v>[" + _CJK + r"]{2,8}?(?:省|自治区|市)[^，。；！？,;!?\n]{2,50})"
 )
 _ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
-_ADDRESS_LEAD = re.compile(r"(?:我|您)(?:家|这里?|这边|公司|单位)?(?:的)?(?:地址)?\s*[：:]\s*")
-_ADDRESS_MARKERS = re.compile(r"省|自治区|市|区|县|镇|乡|村|路|街|道|巷|胡同|号|栋|单元|室|楼|小区|大厦")
-_ADDRESS_TAIL = re.compile(r"^.*(?:号楼|号院|号|室|楼|栋|单元|层|座|大厦|小区|广场|中心|[路街道巷](?=\s*$))", re.S)
+# The possessor before an address, up to a colon: 「我家：」, 「我姐家：」, 「我朋友那边的地址：」, 「公司地址：」.
+_ADDRESS_LEAD = re.compile(r"[^：:\d省市区县路街]{0,10}?(?:的)?(?:地址)?\s*[：:]\s*")
+_ADDRESS_MARKERS = re.compile(r"省|自治区|市|区|县|镇|乡|村|路|街|道|巷|胡同|号|栋|幢|单元|室|楼|小区|大厦")
+_ADDRESS_TAIL = re.compile(r"^.*(?:号楼|号院|号|室|楼|栋|幢|单元|层|座|大厦|小区|广场|中心|[路街道巷](?=\s*$))", re.S)
+# A street line, then the parts of the same address that follow it: unit or floor ("Suite 400", "10th Floor"),
+# city, state and ZIP.
 _EN_ADDRESS = re.compile(
     r"(?<![\w])\d{1,6}\s+(?:[A-Z][a-z]+\.?\s+){1,4}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|"
-    r"Way|Court|Ct|Place|Pl|Terrace|Parkway|Pkwy)\.?(?:,?\s*(?:Apt|Apartment|Suite|Ste|Unit|#)\.?\s*[A-Za-z0-9-]+)?"
+    r"Way|Court|Ct|Place|Pl|Plaza|Square|Sq|Circle|Terrace|Parkway|Pkwy|Highway|Hwy)(?![A-Za-z])\.?"
+    r"(?:,?\s*(?:(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|#)\.?\s*[A-Za-z0-9-]+|"
+    r"\d{1,3}(?:st|nd|rd|th)\s+Floor)(?![A-Za-z])){0,2}"
     r"(?:,\s*[A-Z][a-zA-Z]+(?:\s[A-Z][a-zA-Z]+)*)?(?:,\s*[A-Z]{2})?(?:\s+\d{5}(?:-\d{4})?)?"
 )
 _PRODUCT_KEYWORD = re.compile(
@@ -251,6 +263,14 @@ _NAME_INTRO_ZH = re.compile(
 _NAME_EN = re.compile(
     r"(?i:(?P<strength>my name is|my name's|name's|call me|this is|i am|i'm|i’m))\s+"
     r"(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})" + _Z
+)
+# The agent reads the user's name back only in these words: 「您登记的姓名是…」, "the name on the account is …".
+_NAME_AGENT_ZH = re.compile(
+    r"(?P<strength>您(?:登记|预留|填写|注册|提供|留)?的?(?:真实)?(?:姓名|名字)(?:是|为|:|：))\s*"
+)
+_NAME_AGENT_EN = re.compile(
+    r"(?i:(?P<strength>your (?:full )?name is|the name on (?:the|your) (?:account|file|booking|reservation) is|"
+    r"(?:we|I) have your name as|the name (?:we have )?on file is))\s+(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})" + _Z
 )
 _SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name) is)\s+(?P<v>[A-Z][a-z]+)" + _Z)
 _NOT_NAMES_EN = frozenset(
@@ -278,9 +298,10 @@ _ORGANIZATION_ZH = re.compile(
 def _owned_key(state: _Extraction, key: str, start: int, end: int) -> str | None:
     """The key a profile value at ``text[start:end]`` is stored under, or None when it is nobody's profile.
 
-    A value that is not the user's still claims its span, so no later extractor re-reads it as something else.
+    A value that is not the user's still claims its span, so no later extractor re-reads it as something else; so
+    does a value a correction rejects (「不是 15921873306，是 …」).
     """
-    owned = _BY_OWNER[key][state.owner(start, end)]
+    owned = None if is_rejected(state.text, start) else _BY_OWNER[key][state.owner(start, end)]
     if owned is None:
         state.claimed.append((start, end))
     return owned
@@ -377,8 +398,10 @@ def _extract_addresses(state: _Extraction) -> None:
         tail = _ADDRESS_TAIL.match(candidate)
         if not tail:
             continue
-        room = _ADDRESS_ROOM.match(candidate, tail.end()) if re.search(r"[楼栋座]$", tail.group(0)) else None
-        taken = room.end() if room else tail.end()  # 「8 号楼 1502」: the room number after the building
+        room = (
+            _ADDRESS_ROOM.match(candidate, tail.end()) if re.search(r"(?:[楼栋幢座层]|单元)$", tail.group(0)) else None
+        )
+        taken = room.end() if room else tail.end()  # 「8 号楼 1502」「2 单元 901」: the room after the building
         value = candidate[:taken].strip()
         markers = set(_ADDRESS_MARKERS.findall(value))
         road_number = re.search(r"[路街道巷].*\d+\s*号", value)
@@ -415,7 +438,9 @@ def _extract_products(state: _Extraction) -> None:
 
 
 def _extract_names(state: _Extraction) -> None:
+    """The user's name: introduced by the user (「我叫…」, "my name is …"), or read back by the agent."""
     if state.role != "user":
+        _extract_name_intros(state, _NAME_AGENT_ZH, ((_NAME_AGENT_EN, ""),))
         return
     for match in _NAME_SURNAME_ZH.finditer(state.text):
         surname = match.group("v")
@@ -431,7 +456,14 @@ def _extract_names(state: _Extraction) -> None:
                     label="surname",
                 )
             )
-    for match in _NAME_INTRO_ZH.finditer(state.text):
+    _extract_name_intros(state, _NAME_INTRO_ZH, ((_SURNAME_EN, "surname"), (_NAME_EN, "")))
+
+
+def _extract_name_intros(
+    state: _Extraction, intro_zh: re.Pattern[str], patterns_en: tuple[tuple[re.Pattern[str], str], ...]
+) -> None:
+    """The name after an introduction: the Chinese word right after ``intro_zh``, the English ``v`` group."""
+    for match in intro_zh.finditer(state.text):
         rest = state.text[match.end() : match.end() + 12]
         tokens = pos_cut(re.split(f"[^{_CJK}·]", rest, maxsplit=1)[0]) if rest else []
         if not tokens:
@@ -445,7 +477,7 @@ def _extract_names(state: _Extraction) -> None:
         start = match.end()
         if state.free(start, start + len(word)) and state.owner(start, start + len(word)) == "user":
             state.add(_Found(start, start + len(word), "name", word, {"name": word}))
-    for pattern, label in ((_SURNAME_EN, "surname"), (_NAME_EN, "")):
+    for pattern, label in patterns_en:
         for match in pattern.finditer(state.text):
             value = match.group("v")
             if value.split()[0] in _NOT_NAMES_EN or not state.free(*match.span("v")):
@@ -536,9 +568,10 @@ def extract_facts(
 ) -> list[Fact]:
     """Extract the customer-service facts stated in one message, in the order they appear.
 
-    ``role`` is ``"user"``, ``"assistant"`` or ``"tool"`` (read like the assistant): names and the session topic
-    are taken from the user only; profile facts (phone, e-mail, address, birthday) count only when they are the
-    user's own — see the module docstring for who owns what; coupons and callbacks are typically the agent's.
+    ``role`` is ``"user"``, ``"assistant"`` or ``"tool"`` (read like the assistant): the session topic is taken
+    from the user only, a name from the user or from the agent reading it back; profile facts (phone, e-mail,
+    address, birthday) count only when they are the user's own — see the module docstring for who owns what;
+    coupons and callbacks are typically the agent's.
     ``language`` (``"zh"``/``"en"``) chooses the language of ``content``; anything else, or ``None``, means the
     message's own language.
 

@@ -223,6 +223,175 @@ def test_a_number_the_user_disowns_is_not_stored() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Couriers, rejected values, relatives' and venues' addresses, whole addresses, the agent reading back
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "role"),
+    [
+        ("骑手留的号码是 17788889999，一直打不通", "user"),
+        ("快递员给我的号码是 15011112222，打过去是空号", "user"),
+        ("配送员刚才打来的号码是 13511112222", "user"),
+        ("师傅留了个电话 18622223333，说明天上门", "user"),
+        ("快递小哥发来的号码 13344445555，帮我看看是不是真的", "user"),
+        ("您的快递员留的电话是 13600001111", "assistant"),
+        ("The delivery guy left his number, 415-555-0133, on the door", "user"),
+        ("The technician gave me a number to call, 312-555-0187", "user"),
+        ("The driver said his number is 206-555-0164", "user"),
+        ("Your courier left his number, 718-555-0101, in the notes", "assistant"),
+    ],
+)
+def test_a_number_a_courier_driver_or_technician_gave_is_not_the_users(text: str, role: str) -> None:
+    # when
+    found = facts(text, role=role)
+
+    # then it is the courier's: neither the user's phone nor a contact's
+    assert "phone" not in found
+    assert "contact_phone" not in found
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("我给骑手留的号码是 13912345678", "13912345678"),
+        ("I gave the driver my number, 415-555-0100", "4155550100"),
+    ],
+)
+def test_a_number_the_user_gave_a_courier_is_still_theirs(text: str, value: str) -> None:
+    assert values(text, "phone") == [value]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("不是 13812345670，尾号是 1，应该是 13812345671", "phone", "13812345671"),
+        ("My number isn't 917-555-0140, my number is 917-555-0141", "phone", "9175550141"),
+        ("Not +44 7700 900111 — it's +44 7700 900112", "phone", "+447700900112"),
+        ("邮箱不是 wang_li@163.com，是 wangli@163.com", "email", "wangli@163.com"),
+        ("不是北京市朝阳区建国路 88 号，是北京市朝阳区建国路 98 号", "address", "北京市朝阳区建国路 98 号"),
+    ],
+)
+def test_a_correction_keeps_only_the_value_it_gives_not_the_one_it_rejects(text: str, key: str, value: str) -> None:
+    # when
+    (fact,) = facts(text)[key]
+
+    # then
+    assert fact.value == value
+    assert fact.change is True
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "contact"),
+    [
+        (
+            "帮我寄到我哥家：成都市锦江区春熙路 66 号 2 栋 1 单元 502",
+            "成都市锦江区春熙路 66 号 2 栋 1 单元 502",
+            "我哥",
+        ),
+        ("我闺蜜住在长沙市岳麓区麓山南路 932 号，生日礼物寄给她", "长沙市岳麓区麓山南路 932 号", "我闺蜜"),
+        (
+            "Could you ship it to my cousin's place: 21 Maple Drive, Columbus, OH 43215",
+            "21 Maple Drive, Columbus, OH 43215",
+            "cousin",
+        ),
+        ("That's my dad's address, not mine: 5 Birch Lane, Reno, NV 89501", "5 Birch Lane, Reno, NV 89501", "dad"),
+    ],
+)
+def test_a_relatives_or_friends_address_is_a_contact_address(text: str, value: str, contact: str) -> None:
+    # when
+    found = facts(text)
+
+    # then the value has no possessor in it and names who lives there
+    (fact,) = found["contact_address"]
+    assert fact.value == value
+    assert fact.data["contact"] == contact
+    assert "address" not in found
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "key", "value"),
+    [
+        (
+            "我的地址是成都市高新区天府大道 1000 号 3 栋 1 单元 1802",
+            "user",
+            "address",
+            "成都市高新区天府大道 1000 号 3 栋 1 单元 1802",
+        ),
+        (
+            "您的收货地址是：杭州市滨江区江南大道 588 号 6 幢 1103，对吗",
+            "assistant",
+            "address",
+            "杭州市滨江区江南大道 588 号 6 幢 1103",
+        ),
+        (
+            "I live at 9 Harbor Road, Apt 3B, Seattle, WA 98101",
+            "user",
+            "address",
+            "9 Harbor Road, Apt 3B, Seattle, WA 98101",
+        ),
+        (
+            "Send it to 1 Ferry Plaza, Suite 210, San Francisco, CA 94111",
+            "user",
+            "address",
+            "1 Ferry Plaza, Suite 210, San Francisco, CA 94111",
+        ),
+        (
+            "Deliver to my office at 77 Pearl Street, 5th Floor, New York, NY 10004",
+            "user",
+            "work_address",
+            "77 Pearl Street, 5th Floor, New York, NY 10004",
+        ),
+    ],
+)
+def test_an_address_keeps_its_room_floor_city_state_and_zip(text: str, role: str, key: str, value: str) -> None:
+    assert values(text, key, role) == [value]
+
+
+@pytest.mark.parametrize(
+    ("text", "role"),
+    [
+        ("Your order is waiting at the 120 Oak Street location until Friday.", "assistant"),
+        ("Your return can be dropped off at the 9 Harbor Road, Seattle warehouse", "assistant"),
+        ("I'll pick it up from the 45 Elm Avenue, Somerville branch", "user"),
+        ("I'll collect it at the Boston store, 45 Elm Avenue", "user"),
+        ("您的包裹在广州市天河区体育东路 88 号门店，请凭取件码领取", "assistant"),
+        ("我的快递放在杭州市西湖区文三路 259 号店里了", "user"),
+        ("地址是上海市黄浦区南京东路 300 号旗舰店", "user"),
+    ],
+)
+def test_a_stores_or_venues_address_is_nobodys_profile(text: str, role: str) -> None:
+    assert not {"address", "work_address", "contact_address"} & set(facts(text, role=role))
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("We have (646) 555-0127 on file for you, is that right?", "phone", "6465550127"),
+        ("I've saved +33 6 12 34 56 78 as your contact number.", "phone", "+33612345678"),
+        ("I've noted m.rossi@libero.it as your email for invoices.", "email", "m.rossi@libero.it"),
+        ("Just checking, the name on the account is Priya Nair?", "name", "Priya Nair"),
+        ("您预留的姓名是张伟，手机 13912345678，请核对", "name", "张伟"),
+        ("您预留的姓名是张伟，手机 13912345678，请核对", "phone", "13912345678"),
+    ],
+)
+def test_the_agent_reading_back_the_users_own_details(text: str, key: str, value: str) -> None:
+    assert values(text, key, role="assistant") == [value]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hi, this is Anna from support.",
+        "您预留的手机号已验证，邮箱 service@shop.com 可以联系我们",
+        "We have (646) 555-0127 on file as the store's number.",
+    ],
+)
+def test_the_agents_own_name_or_a_companys_contact_is_not_read_back_as_the_users(text: str) -> None:
+    assert not {"name", "email", "phone"} & set(facts(text, role="assistant"))
+
+
+# --------------------------------------------------------------------------------------------------------------
 # "That is not mine"
 # --------------------------------------------------------------------------------------------------------------
 
