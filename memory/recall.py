@@ -64,6 +64,9 @@ DEFAULT_TUNING = {
     #: The vector leg compares the query with the scope's most recent rows, at most this many (see
     #: "Long histories" in docs/memory.md); the lexical leg reads every row in scope that shares a word.
     "vector_window": 2000,
+    #: Past the window, the lexical leg searches the whole history only for query words found in at most this
+    #: share of the window's rows.
+    "rare_share": 0.02,
     #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
     "question_weight": 0.5,
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
@@ -138,7 +141,7 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
 
 _CANDIDATE_SQL = """
 WITH scoped AS MATERIALIZED (
-    SELECT m.id, m.embedding, m.embedding_model, m.search_vector
+    SELECT m.id, m.embedding, m.embedding_model, m.search_vector, m.created_at
     FROM memory_memoryunit m
     WHERE {scope}
     ORDER BY m.created_at DESC
@@ -158,43 +161,62 @@ FROM vec FULL OUTER JOIN lex ON vec.id = lex.id
 
 _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk WHERE false)"
 
-#: The lexical leg: Okapi BM25 over every row in scope that contains a query term (``hits``: the GIN index
-#: on ``search_vector`` finds them, so a rare word costs a few rows however long the history is). Each query
-#: term's document frequency is counted among the rows this session may see (rows without any query term
-#: add nothing to any term's count): a speaker's or the user's own name, in every memory, weighs almost
-#: nothing; a rare word weighs a lot — ``ts_rank_cd`` has no idf and ranked them alike. ``n`` is the scope's
-#: row count; past the recent window it is the end user's live rows, counted on the ``mem_scope_user`` index
-#: alone (other sessions' session rows included: an estimate, for idf only). The average length comes from
-#: the recent window, a sample of the same rows. Term frequency is binary (memories are at most 150
-#: characters) with two levels: a term in the memory's own text (``search_vector`` lexemes of the default
-#: weight D) counts ``OWN_TF``, a term only in its conversational context (the message before the source
-#: message, weight C — ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses the
-#: number of distinct lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the
+#: The lexical leg: Okapi BM25 over the rows in scope that contain a query term (``hits``), bounded for long
+#: histories like the vector leg. Every row of the recent window (``scoped``) that contains a term is a hit;
+#: older rows are searched through the GIN index on ``search_vector`` only for the terms that are rare in the
+#: window (``rare_share`` of its rows at most: a word the customer has hardly used lately) — a word in half
+#: the recent memories weighs almost nothing in BM25 and would cost a scan of the whole history. Document
+#: frequencies come from the window, scaled to the scope's row count, or from the hits where a rare term was
+#: searched everywhere; the average length comes from the window. ``n`` is the scope's row count; past the
+#: window it is the end user's live rows, counted on the ``mem_scope_user`` index alone (other sessions'
+#: session rows included: an estimate, for idf only). So a name in every memory weighs almost nothing and a
+#: rare word a lot — ``ts_rank_cd`` has no idf and ranked them alike. Term frequency is binary (memories are
+#: at most 150 characters) with two levels: a term in the memory's own text (``search_vector`` lexemes of
+#: the default weight D) counts ``OWN_TF``, a term only in its conversational context (the message before the
+#: source message, weight C — ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses
+#: the number of distinct lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the
 #: confidence behind ``needs_confirmation``; a match only in the context never raises it.
 _LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
 tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
-hits AS MATERIALIZED (
-    SELECT m.id, m.search_vector FROM memory_memoryunit m CROSS JOIN tq WHERE {scope} AND m.search_vector @@ tq.q_any
+wstats AS MATERIALIZED (
+    SELECT count(*)::float AS wn, min(created_at) AS oldest, GREATEST(avg(length(search_vector)), 1)::float AS avglen
+    FROM scoped
+),
+whits AS MATERIALIZED (
+    SELECT id, len, {levels} FROM (
+        SELECT s.id, length(s.search_vector) AS len, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own
+        FROM scoped s CROSS JOIN tq WHERE s.search_vector @@ tq.q_any
+    ) h CROSS JOIN tq
+),
+wdf AS MATERIALIZED (SELECT {wdfs} FROM whits),
+rare AS MATERIALIZED (
+    SELECT ({rare_any}) AS q_rare, w.wn >= %(window)s AS full_window, w.oldest
+    FROM tq CROSS JOIN wstats w CROSS JOIN wdf d
+),
+ohits AS MATERIALIZED (
+    SELECT id, len, {levels} FROM (
+        SELECT m.id, length(m.search_vector) AS len, m.search_vector AS sv, ts_filter(m.search_vector, '{{d}}') AS own
+        FROM (SELECT * FROM rare WHERE full_window AND numnode(q_rare) > 0) r CROSS JOIN memory_memoryunit m
+        WHERE {scope} AND m.created_at < r.oldest AND m.search_vector @@ r.q_rare
+    ) h CROSS JOIN tq
+),
+total AS MATERIALIZED (
+    SELECT (CASE WHEN w.wn < %(window)s THEN w.wn
+                 ELSE (SELECT count(*) FROM memory_memoryunit m WHERE m.tenant_id = %(tenant)s
+                       AND m.end_user_id = %(end_user)s AND m.expires_at > %(as_of)s) END)::float AS n
+    FROM wstats w
 ),
 stats AS MATERIALIZED (
-    SELECT (SELECT CASE WHEN count(*) < %(window)s THEN count(*)
-                        ELSE (SELECT count(*) FROM memory_memoryunit m WHERE m.tenant_id = %(tenant)s
-                              AND m.end_user_id = %(end_user)s AND m.expires_at > %(as_of)s) END
-            FROM scoped)::float AS n,
-           (SELECT GREATEST(avg(length(search_vector)), 1) FROM scoped)::float AS avglen, {dfs}
-    FROM hits s CROSS JOIN tq
-),
-matched AS MATERIALIZED (
-    SELECT id, {levels}, norm FROM (
-        SELECT s.id, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
-               %(k1)s * (1 - %(b)s + %(b)s * length(s.search_vector) / st.avglen) AS norm
-        FROM hits s CROSS JOIN stats st
-    ) m CROSS JOIN tq
+    SELECT t.n, w.avglen, {dfs}
+    FROM total t CROSS JOIN wstats w CROSS JOIN wdf d CROSS JOIN (SELECT {odfs} FROM ohits) o
 ),
 lex AS (
     SELECT id, coverage, row_number() OVER (ORDER BY score DESC, id) AS rnk FROM (
         SELECT m.id, (({own_hits})::float / GREATEST(1, {denominator})) AS coverage, {score} AS score
-        FROM matched m CROSS JOIN tq CROSS JOIN stats st
+        FROM (
+            SELECT h.*, %(k1)s * (1 - %(b)s + %(b)s * h.len / st.avglen) AS norm
+            FROM (SELECT * FROM whits UNION ALL SELECT * FROM ohits) h CROSS JOIN stats st
+        ) m CROSS JOIN tq CROSS JOIN stats st
     ) ranked
     ORDER BY score DESC, id
     LIMIT %(n)s
@@ -230,8 +252,15 @@ def _lex_sql(n_terms: int) -> str:
         scope=SCOPE_SQL,
         queries=", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in terms),
         any_term=" || ".join(f"q{i}" for i in terms),
-        dfs=", ".join(f"count(*) FILTER (WHERE s.search_vector @@ tq.q{i})::float AS df{i}" for i in terms),
         levels=levels,
+        wdfs=", ".join(f"count(*) FILTER (WHERE h{i} > 0)::float AS wdf{i}" for i in terms),
+        odfs=", ".join(f"count(*) FILTER (WHERE h{i} > 0)::float AS odf{i}" for i in terms),
+        rare_any=" || ".join(
+            f"(CASE WHEN d.wdf{i} <= %(rare_share)s * w.wn THEN tq.q{i} ELSE ''::tsquery END)" for i in terms
+        ),
+        # a term searched in the whole history has its exact count (window and older hits); any other, its
+        # window count scaled to the scope
+        dfs=", ".join(f"GREATEST(d.wdf{i} + o.odf{i}, d.wdf{i} * t.n / GREATEST(w.wn, 1)) AS df{i}" for i in terms),
         own_hits=" + ".join(f"(m.h{i} = 2)::int" for i in terms),
         denominator=" + ".join(f"(numnode(tq.q{i}) > 0)::int" for i in terms),
         score=score,
@@ -305,6 +334,7 @@ def _candidate_stage(
         **scope_params(tenant, session, as_of),
         "n": int(knobs["candidates"]),
         "window": int(knobs["vector_window"]),
+        "rare_share": float(knobs["rare_share"]),
         "k1": float(knobs["bm25_k1"]),
         "b": float(knobs["bm25_b"]),
     }
@@ -347,14 +377,9 @@ def _candidate_stage(
     return hits, embed_ms
 
 
-# Every keyed fact of some keys a session may see that existed at ``as_of``, valid then or not.
-_STATED_SQL = """
-SELECT m.key, m.content, m.data, (m.expires_at > %(as_of)s) AS valid, m.superseded_at IS NOT NULL AS superseded
-FROM memory_memoryunit m
-WHERE m.tenant_id = %(tenant)s AND m.key = ANY(%(keys)s) AND m.created_at <= %(as_of)s
-  AND ((m.type = ANY(%(session_types)s) AND m.session_id = %(session)s)
-       OR (m.type <> ALL(%(session_types)s) AND m.end_user_id = %(end_user)s))
-"""
+# The keyed facts of some keys that a session may see and that are valid at ``as_of`` (the current values).
+_CURRENT_TEMPLATE = "SELECT m.key, m.content, m.data FROM memory_memoryunit m WHERE {scope} AND m.key = ANY(%(keys)s)"
+_CURRENT_SQL = _CURRENT_TEMPLATE.format(scope=SCOPE_SQL)
 
 #: Keys whose fact simply runs out of its lifetime without becoming untrue (a phone number not repeated for
 #: a month): only a different current value makes a unit stating them stale. For the other stateful keys
@@ -362,7 +387,7 @@ WHERE m.tenant_id = %(tenant)s AND m.key = ANY(%(keys)s) AND m.created_at <= %(a
 _TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id", "membership"})
 
 
-def _states(memory: MemoryUnit, value: str) -> bool:
+def _states(memory: dict[str, Any], value: str) -> bool:
     """Whether a keyed memory holds ``value`` (in its content or its data's values)."""
     wanted = squash(value)
     texts = [memory["content"], *(str(v) for v in (memory["data"] or {}).values() if isinstance(v, str | int))]
@@ -370,30 +395,27 @@ def _states(memory: MemoryUnit, value: str) -> bool:
 
 
 def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], as_of: datetime) -> set[Any]:
-    """The conversation units among ``units`` that state a value no longer current at ``as_of``: the
-    memories of its key hold another value now, or (for a key with a validity of its own) the value's
-    keyed memory has ended. One query, only when a unit states such facts."""
+    """The conversation units among ``units`` that state a value no longer current at ``as_of``: the key's
+    current memories hold another value, or — for a key with a validity of its own — none is current any
+    more. One query of the current values, only when a unit states such facts."""
     keys = sorted({key for u in units for key in (u.data or {}).get("facts", {})})
     if not keys:
         return set()
     with connection.cursor() as cursor:
-        cursor.execute(_STATED_SQL, {**scope_params(tenant, session, as_of), "keys": keys})
-        columns = [c.name for c in cursor.description]
-        rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-    for row in rows:
-        if isinstance(row["data"], str):
-            row["data"] = json.loads(row["data"])
+        cursor.execute(_CURRENT_SQL, {**scope_params(tenant, session, as_of), "keys": keys})
+        current: dict[str, list[dict[str, Any]]] = {}
+        for key, content, data in cursor.fetchall():
+            current.setdefault(key, []).append(
+                {"content": content, "data": json.loads(data) if isinstance(data, str) else data}
+            )
     stale = set()
     for unit in units:
         for key, value in (unit.data or {}).get("facts", {}).items():
-            of_key = [r for r in rows if r["key"] == key]
-            current = [r for r in of_key if r["valid"]]
-            if current and not any(_states(r, value) for r in current):
+            now = current.get(key, [])
+            if now and not any(_states(m, value) for m in now):
                 stale.add(unit.pk)  # another value is current
-            elif not current and key not in _TIMELESS_KEYS and any(_states(r, value) for r in of_key):
+            elif not now and key not in _TIMELESS_KEYS:
                 stale.add(unit.pk)  # the value's own validity has ended
-            elif not current and any(r["superseded"] and _states(r, value) for r in of_key):
-                stale.add(unit.pk)  # replaced, and its successor has run out too
     return stale
 
 
