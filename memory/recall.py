@@ -165,17 +165,17 @@ _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk
 #: histories like the vector leg. Every row of the recent window (``scoped``) that contains a term is a hit;
 #: older rows are searched through the GIN index on ``search_vector`` only for the terms that are rare in the
 #: window (``rare_share`` of its rows at most: a word the customer has hardly used lately) — a word in half
-#: the recent memories weighs almost nothing in BM25 and would cost a scan of the whole history. Document
-#: frequencies come from the window, scaled to the scope's row count, or from the hits where a rare term was
-#: searched everywhere; the average length comes from the window. ``n`` is the scope's row count; past the
-#: window it is the end user's live rows, counted on the ``mem_scope_user`` index alone (other sessions'
-#: session rows included: an estimate, for idf only). So a name in every memory weighs almost nothing and a
-#: rare word a lot — ``ts_rank_cd`` has no idf and ranked them alike. Term frequency is binary (memories are
-#: at most 150 characters) with two levels: a term in the memory's own text (``search_vector`` lexemes of
-#: the default weight D) counts ``OWN_TF``, a term only in its conversational context (the message before the
-#: source message, weight C — ``services.CONTEXT_WEIGHT``) counts ``CONTEXT_TF``. Length normalisation uses
-#: the number of distinct lexemes. ``coverage`` (the share of query terms in the memory's own text) feeds the
-#: confidence behind ``needs_confirmation``; a match only in the context never raises it.
+#: the recent memories weighs almost nothing in BM25 and would cost a scan of the whole history. The window
+#: is the sample BM25's statistics come from: ``n`` is its row count, a term's document frequency its rows
+#: with the term (plus the older rows a rare term found), the average length its rows'. For an end user whose
+#: whole history fits in the window (up to 2,000 rows) that is the exact BM25 of the scope. So a name in
+#: every memory weighs almost nothing and a rare word a lot — ``ts_rank_cd`` has no idf and ranked them
+#: alike. Term frequency is binary (memories are at most 150 characters) with two levels: a term in the
+#: memory's own text (``search_vector`` lexemes of the default weight D) counts ``OWN_TF``, a term only in its
+#: conversational context (the message before the source message, weight C — ``services.CONTEXT_WEIGHT``)
+#: counts ``CONTEXT_TF``. Length normalisation uses the number of distinct lexemes. ``coverage`` (the share
+#: of query terms in the memory's own text) feeds the confidence behind ``needs_confirmation``; a match only
+#: in the context never raises it.
 _LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
 tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
 wstats AS MATERIALIZED (
@@ -200,15 +200,8 @@ ohits AS MATERIALIZED (
         WHERE {scope} AND m.created_at < r.oldest AND m.search_vector @@ r.q_rare
     ) h CROSS JOIN tq
 ),
-total AS MATERIALIZED (
-    SELECT (CASE WHEN w.wn < %(window)s THEN w.wn
-                 ELSE (SELECT count(*) FROM memory_memoryunit m WHERE m.tenant_id = %(tenant)s
-                       AND m.end_user_id = %(end_user)s AND m.expires_at > %(as_of)s) END)::float AS n
-    FROM wstats w
-),
 stats AS MATERIALIZED (
-    SELECT t.n, w.avglen, {dfs}
-    FROM total t CROSS JOIN wstats w CROSS JOIN wdf d CROSS JOIN (SELECT {odfs} FROM ohits) o
+    SELECT w.wn AS n, w.avglen, {dfs} FROM wstats w CROSS JOIN wdf d CROSS JOIN (SELECT {odfs} FROM ohits) o
 ),
 lex AS (
     SELECT id, coverage, row_number() OVER (ORDER BY score DESC, id) AS rnk FROM (
@@ -258,9 +251,9 @@ def _lex_sql(n_terms: int) -> str:
         rare_any=" || ".join(
             f"(CASE WHEN d.wdf{i} <= %(rare_share)s * w.wn THEN tq.q{i} ELSE ''::tsquery END)" for i in terms
         ),
-        # a term searched in the whole history has its exact count (window and older hits); any other, its
-        # window count scaled to the scope
-        dfs=", ".join(f"GREATEST(d.wdf{i} + o.odf{i}, d.wdf{i} * t.n / GREATEST(w.wn, 1)) AS df{i}" for i in terms),
+        # counted in the window (a sample of the scope: idf needs the ratio, not the count), plus the older
+        # rows that a rare term found
+        dfs=", ".join(f"LEAST(d.wdf{i} + o.odf{i}, w.wn) AS df{i}" for i in terms),
         own_hits=" + ".join(f"(m.h{i} = 2)::int" for i in terms),
         denominator=" + ".join(f"(numnode(tq.q{i}) > 0)::int" for i in terms),
         score=score,
