@@ -48,6 +48,8 @@ STAGES = [
     ("chat.services", "finish_turn", "finish"),
     ("memory.services", "apply_feedback", "feedback (batch)"),
     ("memory.health", "check_after_turn", "finish: health check"),
+    ("chat.services", "index_messages", "index: conversation units (after done)"),
+    ("memory.conversation", "message_units", "index: split and facts"),
 ]
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from chat.access import require_session_id
@@ -62,6 +63,12 @@ STATEFUL_KEYS = frozenset(
         "batch_progress",
     }
 )  # fmt: skip
+# Marks the messages not yet indexed, and names them; rows another transaction is marking wait for it.
+_MARK_SQL = """
+UPDATE chat_message SET memory_indexed_at = %(now)s
+WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s) AND memory_indexed_at IS NULL
+RETURNING id
+"""
 #: Messages younger than this are left to the turn that is writing them (``index_pending``).
 SETTLE = timedelta(seconds=60)
 
@@ -231,21 +238,21 @@ def index_messages(
     indexed, in one transaction: either a message has all its units and its mark, or neither. Messages
     already marked are skipped, so calling it twice writes nothing twice. ``previous_text`` is the message
     before the first one (lexical context of its units). Returns how many units were written or refreshed."""
-    written = 0
     ttl = retention_seconds(tenant)
+    ids = [m.pk for m in messages if m.role in (Message.Role.USER, Message.Role.ASSISTANT)]
     with tenant_scope(tenant):
-        ids = [m.pk for m in messages]
-        pending = set(
-            Message.objects.for_tenant(tenant)
-            .filter(pk__in=ids, memory_indexed_at__isnull=True)
-            .select_for_update(skip_locked=True)  # another writer has it: that writer marks it
-            .values_list("pk", flat=True)
-        )
+        # Marked first, in the transaction that writes the units: a concurrent writer of the same messages
+        # waits on the rows and then finds them marked; a failure below rolls the marks back with the units.
+        with connection.cursor() as cursor:
+            cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": ids, "now": timezone.now()})
+            pending = {row[0] for row in cursor.fetchall()}
+        items: list[services.MemoryItem] = []
         before = previous_text
         for message in messages:
-            if message.pk in pending and message.role in (Message.Role.USER, Message.Role.ASSISTANT):
-                units = message_units(message.text, message.role, message.created_at)
-                items = [
+            if message.pk in pending:
+                actor = services.END_USER if message.role == Message.Role.USER else services.SYSTEM
+                context = f"{before}\n{message.text}"
+                items += [
                     services.MemoryItem(
                         type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
                         data={
@@ -253,21 +260,13 @@ def index_messages(
                             **({"question": True} if u.question else {}),
                             **({"update": True} if u.update else {}),
                         },
+                        source_message=message, source_role=message.role, context=context, actor=actor,
                     )
-                    for u in units
+                    for u in message_units(message.text, message.role, message.created_at)
                 ]  # fmt: skip
-                if items:
-                    actor = services.END_USER if message.role == Message.Role.USER else services.SYSTEM
-                    written += len(
-                        services.write_memories(
-                            tenant, session, items, source_message=message, source_role=message.role, actor=actor,
-                            context=f"{before}\n{message.text}",
-                        )
-                    )  # fmt: skip
             before = message.text
-        if pending:
-            Message.objects.for_tenant(tenant).filter(pk__in=pending).update(memory_indexed_at=timezone.now())
-    return written
+        # One batch for the turn: one embedding call and one INSERT for both messages' units.
+        return len(services.write_memories(tenant, session, items)) if items else 0
 
 
 def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 500, now: datetime | None = None) -> int:

@@ -322,7 +322,11 @@ def _search_vector(search_text: str, search_context: str = "") -> Any:
 class MemoryItem:
     """One memory for ``write_memories``; the fields mean what they mean for
     ``do_write_memory``. ``embedding`` is an optional precomputed vector of
-    ``content`` by the tenant's model for this type."""
+    ``content`` by the tenant's model for this type. ``source_message``,
+    ``source_role``, ``context`` and ``actor``, when given, replace the
+    batch's own for this item: one batch can carry the memories of several
+    messages (a turn's user message and reply: one embedding call, one
+    INSERT)."""
 
     type: str
     content: str
@@ -330,6 +334,10 @@ class MemoryItem:
     data: dict[str, Any] | None = None
     expires_in: int | None = None
     embedding: Any = None
+    source_message: Message | None = None
+    source_role: str | None = None
+    context: str | None = None
+    actor: Actor | None = None
 
 
 @dataclass
@@ -338,6 +346,7 @@ class _Planned:
     model: str
     embedding: Any
     session_id: Any
+    item: MemoryItem | None = None  # its own source, context and actor, where it has them
 
     @property
     def slot(self) -> tuple[str, str, Any] | None:
@@ -428,6 +437,7 @@ def write_memories(
                 f"items[{index}]: {exc.message}", code=exc.code, status=exc.status, extra={"index": index}
             ) from None
         planned.append(_plan(tenant, session, valid, item.embedding))
+        planned[-1].item = item
     return _store(
         tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
         context=context,
@@ -455,10 +465,23 @@ def _store(
     if not planned:
         return []
     now = now or timezone.now()
-    search_context = functools.cache(lambda: context_text(context))  # only new rows need it (jieba)
+    search_context = functools.cache(context_text)  # only new rows need it (jieba), once per context
+    batch_actor = actor
+
+    def origin(p: _Planned) -> tuple[Message | None, str, str, Actor]:
+        item = p.item
+        if item is None:
+            return source_message, source_role, context, batch_actor
+        return (
+            item.source_message if item.source_message is not None else source_message,
+            item.source_role if item.source_role is not None else source_role,
+            item.context if item.context is not None else context,
+            item.actor if item.actor is not None else batch_actor,
+        )
 
     def build(p: _Planned) -> MemoryUnit:
         search_text = _search_fields(p.valid.content, p.valid.key, p.valid.data)
+        message, role, around, _ = origin(p)
         return MemoryUnit(
             tenant=tenant,
             end_user_id=session.end_user_id,
@@ -470,18 +493,18 @@ def _store(
             created_at=now,
             updated_at=now,
             expires_at=now + timedelta(seconds=p.valid.expires_in),
-            source_message=source_message,
-            source_role=source_role,
+            source_message=message,
+            source_role=role,
             embedding=p.embedding,
             embedding_model=p.model,
             search_text=search_text,
-            search_context=search_context(),
-            search_vector=_search_vector(search_text, search_context()),
+            search_context=search_context(around),
+            search_vector=_search_vector(search_text, search_context(around)),
         )
 
     with tenant_scope(tenant):
         if len(planned) == 1 and planned[0].slot is not None:  # a message's one fact, often said before
-            refreshed = _refresh_unchanged(tenant, session, planned[0], now, actor)
+            refreshed = _refresh_unchanged(tenant, session, planned[0], now, origin(planned[0])[3])
             if refreshed is not None:
                 return [refreshed]
         current = _lock_live(tenant, session, [p.slot for p in planned if p.slot is not None])
@@ -491,6 +514,7 @@ def _store(
         events: list[MemoryEvent] = []
         results: list[WriteResult] = []
         for p in planned:
+            actor = origin(p)[3]
             live = current.get(p.slot) if p.slot is not None else None
             if (
                 live is not None
