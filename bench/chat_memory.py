@@ -25,15 +25,17 @@ asked where a returning customer's are answered.
   1,000 turns — a *turn* is one ``run_turn`` call: a user message and its reply.
 - **Time**: ingestion turns/s; ``run_turn`` wall time per turn; the time until the reply is complete and
   stored (``run_turn``'s ``on_done`` callback) against the time ``run_turn`` returns — the difference is what
-  runs after the reply (the tenant's periodic health check, and the memory write once it moves there); recall
-  wall time per question.
+  runs after the reply (the conversation-memory write, and the tenant's periodic health check); recall wall time
+  per question.
 
 Datasets (``--dataset``):
 
 - ``locomo`` — ``/work/shared/bench/locomo10.json`` (LoCoMo, CC BY-NC 4.0: evaluation only, never shipped;
-  citation in ``bench/locomo_recall.py``). Every turn is a user message "Speaker: text" (a shared photo's
-  caption appended as "[shared a photo: …]"), answered "OK."; one tenant (``en``) per conversation, one chat
-  session per LoCoMo session. Questions of categories 1–4 make the overall figure; 5 (adversarial) is reported
+  citation in ``bench/locomo_recall.py``). Every turn is one message "Speaker: text" (a shared photo's caption
+  appended as "[shared a photo: …]"): within each session the turns alternate as the user's message and the
+  fake model's reply (``--locomo-turns paired``, the figure), a session's odd last turn answered "OK."; or every
+  turn is a user message answered "OK." (``--locomo-turns acked``). One tenant (``en``) per conversation, one
+  chat session per LoCoMo session. Questions of categories 1–4 make the overall figure; 5 (adversarial) is reported
   on its own. Evidence ids normalised as ``locomo_recall.normalise_evidence`` does. The session dates are not
   sent (a chat turn is stamped with the time it runs), so temporal questions lose their anchor.
 - ``zh_cs`` — ``bench/data/zh_cs_memory.json`` (``--data`` for another file): Chinese customer-service
@@ -65,7 +67,9 @@ Usage (from the repository root; a benchmark is not a test: one at a time, ``nic
     nice -n 10 .venv/bin/python bench/chat_memory.py --dataset scale --turns 5000
 
 Prints a Markdown table and writes ``bench/out/chat_memory_<dataset>.json`` (``--out`` to name it otherwise).
-The database ``memdesk_bench_chat_memory`` is dropped and created afresh each run. Nothing of the product is
+The database ``memdesk_bench_chat_memory_<output name>`` is dropped and created afresh each run (so two runs
+with different ``--out`` can go side by side). ``--knobs JSON`` (repeatable) asks every question again with those
+``MEMDESK_RECALL`` settings on the same ingest and reports each variant beside the default. Nothing of the product is
 patched; the database is read directly only to map memories to turns and to measure storage.
 """
 
