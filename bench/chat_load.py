@@ -29,8 +29,8 @@ layer is Redis at ``--redis-url``; WebSocket compression off, as the image
 runs it, unless ``--ws-deflate``) on its own benchmark database; clients are
 asyncio WebSocket clients in this process; the fake Ollama is a real HTTP
 server in a process of its own, as Ollama is (``bench/fake_process.py``;
-``--fake-in-process`` runs it in this process, as runs before the fifth session
-did: its threads then shared a GIL with the clients that time the turns).
+``--fake-in-process`` runs it in this process: its threads then share a GIL
+with the clients that time the turns, which delays their measurement).
 Server CPU per turn is the CPU time of the uvicorn processes and of the
 PostgreSQL backends connected to the benchmark database during the run,
 divided by its turns.
@@ -666,8 +666,8 @@ def main() -> None:
     parser.add_argument("--no-seed-comparison", action="store_true")
     parser.add_argument(
         "--fake-in-process", action="store_true",
-        help="run the fake Ollama in this process, as runs before 2026-11-30's fifth session did (its threads "
-        "then share a GIL with the clients that time the turns); default: a process of its own, as Ollama is",
+        help="run the fake Ollama in this process (its threads then share a GIL with the clients that time the "
+        "turns); default: a process of its own, as Ollama is",
     )  # fmt: skip
     args = parser.parse_args()
     redis_url = args.redis_url or (DEFAULT_REDIS_URL if args.workers > 1 else None)
