@@ -69,6 +69,10 @@ UPDATE chat_message SET memory_indexed_at = %(now)s
 WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s) AND memory_indexed_at IS NULL
 RETURNING id
 """
+#: Stateful keys whose fact simply runs out of its lifetime without becoming untrue (a phone number not
+#: repeated for a month): only a different current value makes a unit stating them stale. For the other
+#: stateful keys (a coupon, a callback, a pickup slot) the fact's end is the value's end.
+TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id", "membership"})
 #: Messages younger than this are left to the turn that is writing them (``index_pending``).
 SETTLE = timedelta(seconds=60)
 

@@ -41,7 +41,7 @@ from django.utils import timezone
 from chat.access import require_session_id
 from chat.models import ChatSession
 from memory import embeddings, metrics
-from memory.conversation import is_conversation_key, squash
+from memory.conversation import TIMELESS_KEYS, is_conversation_key, squash
 from memory.models import MemoryType, MemoryUnit
 from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
 from memory.text import TS_CONFIG, query_terms
@@ -376,11 +376,6 @@ def _candidate_stage(
 _CURRENT_TEMPLATE = "SELECT m.key, m.content, m.data FROM memory_memoryunit m WHERE {scope} AND m.key = ANY(%(keys)s)"
 _CURRENT_SQL = _CURRENT_TEMPLATE.format(scope=SCOPE_SQL)
 
-#: Keys whose fact simply runs out of its lifetime without becoming untrue (a phone number not repeated for
-#: a month): only a different current value makes a unit stating them stale. For the other stateful keys
-#: (a coupon, a callback, a pickup slot) the fact's end is the value's end.
-_TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id", "membership"})
-
 
 def _states(memory: dict[str, Any], value: str) -> bool:
     """Whether a keyed memory holds ``value`` (in its content or its data's values)."""
@@ -409,7 +404,7 @@ def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], 
             now = current.get(key, [])
             if now and not any(_states(m, value) for m in now):
                 stale.add(unit.pk)  # another value is current
-            elif not now and key not in _TIMELESS_KEYS:
+            elif not now and key not in TIMELESS_KEYS:
                 stale.add(unit.pk)  # the value's own validity has ended
     return stale
 
