@@ -339,12 +339,14 @@ class Stats:
 async def one_session(
     base: str, key: str, n: int, turns: int, stats: Stats, opening: asyncio.Semaphore,
     pacing: Pacing | None = None, seed: int = 0, ready: asyncio.Barrier | None = None,
-    clock: Clock | None = None,
+    clock: Clock | None = None, transport: str = "ws",
 ) -> None:  # fmt: skip
     """One customer: opens a session, connects, and sends ``turns`` messages
     (closed) or a message each think time until ``clock.until`` (paced; every
     session waits at ``ready`` and for ``clock.go`` first, so the clock starts
-    with all of them connected)."""
+    with all of them connected). ``transport="rest"``: each message is a
+    ``POST /api/v1/sessions/<id>/messages`` (a tenant's back end relaying its
+    customers), timed to the response; there is no ack or delta to time."""
     import httpx
     import websockets
 
@@ -367,6 +369,9 @@ async def one_session(
         return
     opened = response.json()
     marker = f"CODE{n:04d}X"
+    if transport == "rest":
+        await _rest_session(base, key, n, turns, stats, opened["session_id"], marker, pacing, rng, arrive, clock)
+        return
     url = base.replace("http", "ws") + f"/ws/chat/?session_id={opened['session_id']}&token={opened['token']}"
     try:
         async with websockets.connect(url, open_timeout=60, max_size=2**22) as ws:
@@ -409,6 +414,50 @@ async def one_session(
                         stats.errors.append(frame)
                         break
                 stats.running.discard(turn_id)
+    except Exception as exc:  # noqa: BLE001 - a load test counts every failure
+        stats.errors.append({"code": type(exc).__name__, "message": str(exc)[:200]})
+    await arrive()
+
+
+async def _rest_session(
+    base: str, key: str, n: int, turns: int, stats: Stats, session_id: str, marker: str,
+    pacing: Pacing | None, rng: random.Random, arrive: Any, clock: Clock | None,
+) -> None:  # fmt: skip
+    import httpx
+
+    headers = {"Authorization": f"Bearer {key}"}
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=120, headers=headers) as http:
+            await arrive()
+            if clock is not None:
+                await clock.go.wait()
+            for turn in range(turns if pacing is None else 10**9):
+                if pacing is not None:
+                    due = time.perf_counter() + pacing.think(rng)
+                    if clock is None or due >= clock.until:
+                        break
+                    await asyncio.sleep(due - time.perf_counter())
+                text = f"我的订单号是 {marker}，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
+                sent = time.perf_counter()
+                stats.first_sent = min(stats.first_sent, sent)
+                turn_id = n * 1_000_000 + turn
+                stats.running.add(turn_id)
+                if len(stats.running) > 1:
+                    stats.overlapped.update(stats.running)
+                response = await http.post(
+                    f"/api/v1/sessions/{session_id}/messages", json={"text": text, "client_msg_id": f"{n}-{turn}"}
+                )
+                now = time.perf_counter()
+                stats.running.discard(turn_id)
+                if response.status_code != 200:
+                    stats.errors.append({"code": f"http_{response.status_code}", "message": response.text[:200]})
+                    continue
+                stats.turn_ms.append((now - sent) * 1000)
+                stats.timeline.append((sent, (now - sent) * 1000, turn, len(stats.running) + 1))
+                (stats.first_turn_ms if turn == 0 else stats.later_turn_ms).append((now - sent) * 1000)
+                if turn_id not in stats.overlapped:
+                    stats.alone_turn_ms.append((now - sent) * 1000)
+                stats.last_done = max(stats.last_done, now)
     except Exception as exc:  # noqa: BLE001 - a load test counts every failure
         stats.errors.append({"code": type(exc).__name__, "message": str(exc)[:200]})
     await arrive()
@@ -479,18 +528,19 @@ def leaks(chat_requests: list[dict[str, Any]]) -> int:
 
 async def load(
     base: str, key: str, sessions: int, turns: int, *, pacing: Pacing | None = None, seed: int = 0,
-    server_pid: int | None = None, duration_s: float = 60.0, fake_pid: int | None = None,
+    server_pid: int | None = None, duration_s: float = 60.0, fake_pid: int | None = None, transport: str = "ws",
+    opening_at_once: int = OPENING_AT_ONCE,
 ) -> dict[str, Any]:  # fmt: skip
     """One run. Closed: ``turns`` back-to-back turns per session, timed from
     the first message to the last reply (CPU includes opening the sessions).
     Paced: sessions open and connect first, then send for ``duration_s``;
     CPU is counted from that moment."""
     stats = Stats([], [], [], [], [], [], [])
-    opening = asyncio.Semaphore(OPENING_AT_ONCE)
+    opening = asyncio.Semaphore(opening_at_once)
     ready = asyncio.Barrier(sessions + 1) if pacing else None
     clock = Clock(asyncio.Event()) if pacing else None
     tasks = [
-        asyncio.create_task(one_session(base, key, n, turns, stats, opening, pacing, seed, ready, clock))
+        asyncio.create_task(one_session(base, key, n, turns, stats, opening, pacing, seed, ready, clock, transport))
         for n in range(sessions)
     ]
     if ready is not None:
@@ -527,6 +577,7 @@ async def load(
     window = duration_s if pacing else (stats.last_done - stats.first_sent if done else elapsed)
     return {
         "mode": "paced" if pacing else "closed",
+        "transport": transport,
         "sessions": sessions,
         "turns_per_session": None if pacing else turns,
         "duration_s": duration_s if pacing else None,
@@ -665,6 +716,14 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--no-seed-comparison", action="store_true")
     parser.add_argument(
+        "--transport", choices=["ws", "rest"], default="ws",
+        help="ws: the chat socket, streamed; rest: POST /api/v1/sessions/<id>/messages, as a tenant's back end",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cold", action="store_true",
+        help="no warm-up, and every session opens at once: a burst right after the server starts",
+    )  # fmt: skip
+    parser.add_argument(
         "--fake-in-process", action="store_true",
         help="run the fake Ollama in this process (its threads then share a GIL with the clients that time the "
         "turns); default: a process of its own, as Ollama is",
@@ -684,6 +743,7 @@ def main() -> None:
         "think_s": args.think_s, "think_dist": args.think_dist, "seed": args.seed, "turns": args.turns,
         "duration_s": args.duration_s, "reply_deltas": args.reply_deltas,
         "fake_ollama": "in-process" if args.fake_in_process else "own process",
+        "transport": args.transport, "cold": args.cold,
         "command": " ".join(sys.argv),
     }  # fmt: skip
     results: dict[str, Any] = {
@@ -704,7 +764,8 @@ def main() -> None:
         )
         try:
             # Warm up every worker: model loads, jieba dictionaries, pooled connections.
-            asyncio.run(load(base, make_tenant(), 8 * args.workers, 3))
+            if not args.cold:
+                asyncio.run(load(base, make_tenant(), 8 * args.workers, 3, transport=args.transport))
             # The database is new for every run: give the planner the statistics a running deployment's
             # tables have (autovacuum would only get to them a minute or more into the run).
             from django.db import connection
@@ -720,7 +781,8 @@ def main() -> None:
                     run = asyncio.run(
                         load(base, make_tenant(), sessions, args.turns, pacing=pacing if mode == "paced" else None,
                              seed=args.seed, server_pid=server.pid, duration_s=args.duration_s,
-                             fake_pid=getattr(fake, "pid", None))
+                             fake_pid=getattr(fake, "pid", None), transport=args.transport,
+                             opening_at_once=sessions if args.cold else OPENING_AT_ONCE)
                     )  # fmt: skip
                     prompts = fake.chat_requests
                     run["cross_session_leaks"] = leaks(prompts)
@@ -763,7 +825,7 @@ def main() -> None:
             [[r["turn"], r["our_prompt_tokens"], r["raw_history_tokens"], r["ratio"], r["platform_ms"]]
              for r in results["seed_comparison"]],
         ))  # fmt: skip
-    path = write_result("chat_load", results)
+    path = write_result("chat_load" if args.transport == "ws" else "chat_load_rest", results)
     print(f"written to {path}")
 
 

@@ -16,6 +16,7 @@ from chat import services
 from chat.db import unit_of_work
 from chat.prompt import ContextOverflow
 from config.errors import ApiError
+from config.text_input import InvalidJson, loads_bounded
 from memory import metrics
 
 logger = logging.getLogger(__name__)
@@ -119,8 +120,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if self.scope.get("memdesk_reject") is not None:
             return
         try:
-            frame = json.loads(text_data if text_data is not None else (bytes_data or b"").decode())
-        except (ValueError, UnicodeDecodeError):
+            frame = loads_bounded(text_data if text_data is not None else (bytes_data or b""))
+        except InvalidJson as exc:  # too deep to parse safely: refused like any bad frame, the socket stays open
+            await self.error("bad_frame", exc.message)
+            return
+        except ValueError:  # UnicodeDecodeError included
             await self.error("bad_frame", "frames must be JSON objects")
             return
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
@@ -255,7 +259,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.close(code=4429)
                 return
             except services.TurnFailed as exc:
-                await self.final_error(exc.code, exc.message, retryable=exc.retryable, message_id=exc.message_id)
+                await self.final_error(
+                    exc.code, exc.message, retryable=exc.retryable, message_id=exc.message_id or None
+                )
+                return
+            except services.TurnInProgress as exc:  # another connection's turn is answering this client_msg_id
+                await self.final_error(
+                    exc.code, exc.message, retryable=True, message_id=exc.message_id, retry_after=exc.retry_after
+                )
                 return
             except ContextOverflow as exc:
                 await self.final_error(exc.code, exc.message)

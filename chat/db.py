@@ -41,10 +41,19 @@ def unit_of_work(fn: Callable[..., Any]) -> Callable[..., Any]:
             # Hand the connection back now (to the pool, or end it when there is none): the thread may be
             # an event loop's executor thread that ends with its loop (``async_to_sync`` makes one per
             # call), and a pooled connection it still held would be lost to the pool for good.
-            if connection.pool is not None or not connection.settings_dict.get("CONN_MAX_AGE"):
-                connection.close()
+            release_connection()
 
     return database_sync_to_async(run, thread_sensitive=False)
+
+
+def release_connection() -> None:
+    """Hand this thread's connection back (to the pool, or end it without one) before the thread waits on
+    work that takes connections of its own. Inside a transaction (a test's) the connection stays: closing
+    it would end that transaction."""
+    if connection.in_atomic_block:
+        return
+    if connection.pool is not None or not connection.settings_dict.get("CONN_MAX_AGE"):
+        connection.close()
 
 
 def fetch_row(sql: str, params: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -82,6 +82,10 @@ class Message(TenantOwned):
     #: When the message's conversation units were written (memory.conversation); NULL until then, so a
     #: process that died between the reply and the write leaves the message for ``index_pending``.
     memory_indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    #: Until when a running turn answers this user message (a message with a ``client_msg_id`` only): a
+    #: retry with that id meanwhile waits for the turn's reply instead of calling the model a second time.
+    #: The running turn renews it; a turn that failed clears it, one whose process died lets it lapse.
+    turn_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta(TenantOwned.Meta):
         ordering = ["seq"]

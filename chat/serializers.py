@@ -5,14 +5,17 @@ from typing import Any
 
 from rest_framework import serializers
 
+from config.text_input import TextField, field_json
+
 MAX_METADATA_BYTES = 8 * 1024
 
 
 class OpenSessionIn(serializers.Serializer):
-    end_user_id = serializers.CharField(max_length=200, allow_blank=False, trim_whitespace=True)
+    end_user_id = TextField(max_length=200, allow_blank=False, trim_whitespace=True)
     metadata = serializers.DictField(required=False, default=dict)
 
     def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
+        value = field_json(value, field="metadata")  # before json.dumps below: it recurses
         if len(json.dumps(value, ensure_ascii=False).encode()) > MAX_METADATA_BYTES:
             raise serializers.ValidationError(
                 f"metadata must be at most {MAX_METADATA_BYTES} bytes of JSON", code="metadata_too_large"
@@ -84,7 +87,7 @@ class ToolIn(serializers.Serializer):
     ``invalid_tool_name``, ``invalid_schema``, ``invalid_url``, ``invalid_timeout``."""
 
     name = serializers.JSONField()
-    description = serializers.CharField(max_length=1024, trim_whitespace=True)
+    description = TextField(max_length=1024, trim_whitespace=True)
     parameters = serializers.JSONField()
     url = serializers.JSONField()
     timeout_s = serializers.JSONField(required=False, default=10)
@@ -98,6 +101,7 @@ class ToolIn(serializers.Serializer):
     def validate_parameters(self, value: Any) -> dict[str, Any]:
         from chat.tools import check_parameters
 
+        value = field_json(value, field="parameters")
         _field_check(check_parameters(value), "invalid_schema")
         return value
 
@@ -126,8 +130,11 @@ class ToolOut(serializers.Serializer):
 class BatchIn(serializers.Serializer):
     """``items`` are checked by ``chat.batches.check_batch`` (each against the tool's schema)."""
 
-    tool = serializers.CharField(max_length=64)
+    tool = TextField(max_length=64)
     items = serializers.JSONField()
+
+    def validate_items(self, value: Any) -> Any:
+        return field_json(value, field="items")
 
 
 class BatchCreatedOut(serializers.Serializer):

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from django.db import connection
+import psycopg
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 from psycopg import sql
 
@@ -64,6 +65,14 @@ REPLY_RESERVE = 1024
 #: last round is offered no tools, so it must answer in words.
 MAX_TOOL_ROUNDS = 3
 
+#: A running turn's claim on its user message (``Message.turn_lease_until``) lasts this long and is renewed
+#: three times as often: a turn whose process died stops blocking retries of its message within it.
+TURN_LEASE_S = 15.0
+#: A retry of a turn that is still running waits this long for its reply before 409 ``turn_in_progress``.
+TURN_WAIT_S = 20.0
+#: How often a waiting retry looks for the running turn's reply.
+TURN_POLL_S = 0.25
+
 #: Keys whose memories anchor the prompt, in this order (seed §4.2).
 ANCHOR_KEYS = ("name", "phone", "email", "order_id", "address", "current_topic")
 
@@ -83,7 +92,8 @@ class RateLimited(ApiError):
 
 
 class TurnFailed(ApiError):
-    """The model could not answer; the user message is stored."""
+    """The model (or the database) could not answer; ``message_id`` is the
+    stored user message, empty when the failure came before it was stored."""
 
     status = 503
     code = "llm_unavailable"
@@ -92,6 +102,31 @@ class TurnFailed(ApiError):
         super().__init__(message, code=code)
         self.retryable = retryable
         self.message_id = message_id
+
+
+class TurnInProgress(ApiError):
+    """A retry whose ``client_msg_id`` belongs to a turn still running past ``TURN_WAIT_S``."""
+
+    status = 409
+    code = "turn_in_progress"
+
+    def __init__(self, message_id: str, retry_after: int) -> None:
+        super().__init__("This message is still being answered; retry after a moment for its reply.")
+        self.message_id = message_id
+        self.retry_after = retry_after
+
+
+class TurnRunning(Exception):
+    """Raised by ``store_user_message``: this ``client_msg_id``'s turn holds its lease (it is running)."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(message_id)
+        self.message_id = message_id
+
+
+#: The database going away mid-turn (a restart, a failover, a pool that cannot hand out a connection in
+#: time): the turn answers 503 with ``retryable``, and its ``message_id`` once the message is stored.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 @dataclass
@@ -144,12 +179,25 @@ class PreparedTurn:
 
 
 def check_message(text: Any, client_msg_id: Any) -> tuple[str, str | None]:
+    """The message's text and ``client_msg_id`` as they are stored (NFC,
+    full-width letters and digits folded), or ``InvalidMessage``: code
+    ``invalid_text`` for characters PostgreSQL cannot store (NUL, lone
+    surrogates) and other control characters. Both transports call it
+    before anything is written."""
+    from config.text_input import InvalidText, clean_text  # kept local: this function alone owns the rule here
+
     if not isinstance(text, str) or not text.strip():
         raise InvalidMessage("text must be a non-empty string")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InvalidMessage(f"text must be at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
     if client_msg_id is not None and (not isinstance(client_msg_id, str) or not 0 < len(client_msg_id) <= 100):
         raise InvalidMessage("client_msg_id must be a string of 1 to 100 characters")
+    try:
+        text = clean_text(text, field="text")
+        if client_msg_id is not None:
+            client_msg_id = clean_text(client_msg_id, field="client_msg_id")
+    except InvalidText as exc:
+        raise InvalidMessage(exc.message, code=exc.code) from None
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidMessage(f"text must be at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
     return text.strip(), client_msg_id
 
 
@@ -207,9 +255,9 @@ _ANCHOR_SQL = _ANCHOR_TEMPLATE.format(scope=memory_services.SCOPE_SQL)
 _INSERT_MESSAGE = """
 WITH session_update AS ({session_update}){more}
 INSERT INTO chat_message (id, tenant_id, session_id, role, text, client_msg_id, reply_to_id, status, data, created_at,
-                          seq)
+                          seq, turn_lease_until)
 VALUES (%(id)s, %(tenant)s, %(session)s, %(role)s, %(text)s, %(client_msg_id)s, %(reply_to)s, %(status)s, %(data)s,
-        %(now)s, %(seq)s)
+        %(now)s, %(seq)s, %(lease)s)
 """
 
 
@@ -227,6 +275,7 @@ def _insert_message(
             **params, "id": message.pk, "role": message.role, "text": message.text,
             "client_msg_id": message.client_msg_id, "reply_to": message.reply_to_id, "status": message.status,
             "data": connection.ops.adapt_json_value(message.data, None), "seq": message.seq,
+            "lease": message.turn_lease_until,
         },
     )  # fmt: skip
     message._state.adding = False
@@ -269,6 +318,12 @@ def store_user_message(
     the stored messages, so they hold across every worker process; a replay
     is not counted.
 
+    A message with a ``client_msg_id`` is stored with the turn's lease (see
+    ``Message.turn_lease_until``). A retry of an unanswered message takes the
+    lease over when it has lapsed or was released (the first turn failed)
+    and runs the turn again; while another turn holds it, ``TurnRunning``.
+    The session's lock makes the take-over one retry's alone.
+
     Three round trips: the transaction's ``BEGIN`` with the session's lock;
     one read of everything the checks need (a replay's id, both rate limits,
     the last ``seq``); the insert with the session's ``last_activity_at``;
@@ -295,6 +350,8 @@ def store_user_message(
                 .order_by("-seq")
                 .first()
             )
+            if reply is None and not _take_lease(tenant, existing):
+                raise TurnRunning(str(existing.pk))
             return existing, reply
         if per_session <= 0 or state["session_full"] is not None:  # a limit of 0 refuses everything
             raise RateLimited(f"More than {per_session} messages a minute in this session; slow down.")
@@ -304,8 +361,40 @@ def store_user_message(
         message = Message(
             tenant=tenant, session=session, role=Message.Role.USER, text=text, client_msg_id=client_msg_id,
             seq=(state["last_seq"] or 0) + 1, created_at=now,
+            turn_lease_until=now + timedelta(seconds=TURN_LEASE_S) if client_msg_id is not None else None,
         )  # fmt: skip
         return _insert_message(message, _TOUCH_SESSION, {**ids, "now": now}), None
+
+
+_TAKE_LEASE = """
+UPDATE chat_message SET turn_lease_until = %(until)s
+WHERE tenant_id = %(tenant)s AND id = %(id)s AND (turn_lease_until IS NULL OR turn_lease_until < %(now)s)
+"""
+# Renewing keeps a lease only while it is still set: a released one stays released.
+_RENEW_LEASE = """
+UPDATE chat_message SET turn_lease_until = %(until)s
+WHERE tenant_id = %(tenant)s AND id = %(id)s AND turn_lease_until IS NOT NULL
+"""
+_RELEASE_LEASE = "UPDATE chat_message SET turn_lease_until = NULL WHERE tenant_id = %(tenant)s AND id = %(id)s"
+
+
+def _take_lease(tenant: Tenant, message: Message) -> bool:
+    now = timezone.now()
+    until = now + timedelta(seconds=TURN_LEASE_S)
+    return execute(_TAKE_LEASE, {"tenant": tenant.pk, "id": message.pk, "now": now, "until": until}) == 1
+
+
+def renew_lease(tenant: Tenant, message_id: Any) -> None:
+    """Extend the running turn's claim on its message by ``TURN_LEASE_S``."""
+    until = timezone.now() + timedelta(seconds=TURN_LEASE_S)
+    with tenant_scope(tenant):
+        execute(_RENEW_LEASE, {"tenant": tenant.pk, "id": message_id, "until": until})
+
+
+def release_lease(tenant: Tenant, message_id: Any) -> None:
+    """The turn ended without a complete reply: a retry may run it again at once."""
+    with tenant_scope(tenant):
+        execute(_RELEASE_LEASE, {"tenant": tenant.pk, "id": message_id})
 
 
 # --- step 2–4: memory and prompt -------------------------------------------------
@@ -604,46 +693,53 @@ def _failed(exc: LLMError, message: Message) -> TurnFailed:
     return TurnFailed(exc.public_message, code=exc.code, retryable=exc.retryable, message_id=str(message.pk))
 
 
-async def run_turn(
+def _database_failed(exc: BaseException, message: Message | None) -> TurnFailed:
+    logger.warning("turn %s: the database failed: %s", message.pk if message else "(not stored)", exc)
+    return TurnFailed(
+        "The database is unavailable for a moment; retry the message.",
+        code="database_unavailable",
+        retryable=True,
+        message_id=str(message.pk) if message is not None else "",
+    )
+
+
+async def _store(
+    tenant: Tenant, session: ChatSession, text: str, client_msg_id: str | None
+) -> tuple[Message, Message | None]:
+    """Step 1; a retry of a turn still running waits for it (``TURN_WAIT_S``, polling without holding a
+    connection) and then gets its stored reply, or runs the turn itself if the first one failed or died."""
+    store = unit_of_work(store_user_message)
+    deadline = time.monotonic() + TURN_WAIT_S
+    while True:
+        try:
+            return await _timed("store", store(tenant, session, text, client_msg_id))
+        except TurnRunning as running:
+            if time.monotonic() >= deadline:
+                raise TurnInProgress(running.message_id, retry_after=max(1, round(TURN_LEASE_S / 3))) from None
+        except DATABASE_UNAVAILABLE as exc:
+            raise _database_failed(exc, None) from exc
+        await asyncio.sleep(TURN_POLL_S)
+
+
+async def _keep_lease(tenant: Tenant, message: Message) -> None:
+    renew = unit_of_work(renew_lease)
+    while True:
+        await asyncio.sleep(TURN_LEASE_S / 3)
+        try:
+            await renew(tenant, message.pk)
+        except Exception:  # a missed renewal only shortens the claim; the turn goes on
+            logger.warning("could not renew the lease of turn %s", message.pk, exc_info=True)
+
+
+async def _answer(
     tenant: Tenant,
     session: ChatSession,
-    text: Any,
-    client_msg_id: Any = None,
-    *,
-    llm: OllamaChat | None = None,
-    on_ack: Ack | None = None,
-    on_delta: Delta | None = None,
-    on_done: Done | None = None,
-) -> TurnResult:
-    """Run one turn. Raises ``InvalidMessage``, ``RateLimited``,
-    ``TurnFailed`` (model down; the message is stored) or
-    ``prompt.ContextOverflow``; a cancelled turn stores the partial reply.
-
-    ``on_done`` gets the result once the reply is stored; the turn then runs
-    the tenant's periodic health check (``memory.health``, at most once a
-    minute per process) before it returns, so a WebSocket's ``done`` frame
-    never waits for it.
-
-    When the tenant has tools, the model is offered them; each round of tool
-    calls it makes is run (:func:`run_tool_call`) and the model is called
-    again with the answers, at most ``MAX_TOOL_ROUNDS`` rounds. ``usage``
-    adds up every model call of the turn."""
-    arrived = time.perf_counter()
-    text, client_msg_id = check_message(text, client_msg_id)
-    message, stored_reply = await _timed(
-        "store", unit_of_work(store_user_message)(tenant, session, text, client_msg_id)
-    )
-    if on_ack is not None:
-        await on_ack(str(message.pk))
-    if stored_reply is not None:
-        result = replay(tenant, message, stored_reply)
-        if on_delta is not None:
-            await on_delta(result.reply_id, result.reply)
-        if on_done is not None:
-            await on_done(result)
-        return result
-
-    llm = llm or get_llm()
+    message: Message,
+    llm: OllamaChat,
+    on_delta: Delta | None,
+    arrived: float,
+) -> tuple[TurnResult, Message, PreparedTurn]:
+    """Steps 2–6 for a stored user message: the result, the stored reply and what the prompt was built from."""
     try:
         context_size = await llm.context_size()
     except LLMError as exc:
@@ -721,6 +817,64 @@ async def run_turn(
         usage=usage,
         trimmed=prepared.prompt.trimmed,
     )
+    return result, reply, prepared
+
+
+async def run_turn(
+    tenant: Tenant,
+    session: ChatSession,
+    text: Any,
+    client_msg_id: Any = None,
+    *,
+    llm: OllamaChat | None = None,
+    on_ack: Ack | None = None,
+    on_delta: Delta | None = None,
+    on_done: Done | None = None,
+) -> TurnResult:
+    """Run one turn. Raises ``InvalidMessage``, ``RateLimited``,
+    ``TurnFailed`` (model or database down; ``message_id`` says whether the
+    message is stored), ``TurnInProgress`` (a retry of a turn still running
+    past ``TURN_WAIT_S``) or ``prompt.ContextOverflow``; a cancelled turn
+    stores the partial reply.
+
+    ``on_done`` gets the result once the reply is stored; the turn then
+    writes the turn's conversation units and runs the tenant's periodic
+    health check (``memory.health``, at most once a minute per process)
+    before it returns, so a WebSocket's ``done`` frame never waits for them.
+
+    When the tenant has tools, the model is offered them; each round of tool
+    calls it makes is run (:func:`run_tool_call`) and the model is called
+    again with the answers, at most ``MAX_TOOL_ROUNDS`` rounds. ``usage``
+    adds up every model call of the turn."""
+    arrived = time.perf_counter()
+    text, client_msg_id = check_message(text, client_msg_id)
+    message, stored_reply = await _store(tenant, session, text, client_msg_id)
+    if on_ack is not None:
+        await on_ack(str(message.pk))
+    if stored_reply is not None:
+        result = replay(tenant, message, stored_reply)
+        if on_delta is not None:
+            await on_delta(result.reply_id, result.reply)
+        if on_done is not None:
+            await on_done(result)
+        return result
+
+    leased = message.client_msg_id is not None
+    renewer = asyncio.create_task(_keep_lease(tenant, message)) if leased else None
+    answered = False
+    try:
+        result, reply, prepared = await _answer(tenant, session, message, llm or get_llm(), on_delta, arrived)
+        answered = True
+    except DATABASE_UNAVAILABLE as exc:
+        raise _database_failed(exc, message) from exc
+    finally:
+        if renewer is not None:
+            renewer.cancel()
+        if leased and not answered:
+            try:  # shielded: a client that went away still frees its message for a retry
+                await asyncio.shield(unit_of_work(release_lease)(tenant, message.pk))
+            except Exception:  # the database is down too: the lease lapses by itself
+                logger.warning("could not release the lease of turn %s", message.pk, exc_info=True)
     if on_done is not None:
         await on_done(result)
     # After the reply is out: the turn's messages become conversation memory. A failure (or a process that

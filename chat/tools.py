@@ -5,12 +5,13 @@ through Ollama's tool calling and memdesk POSTs
 
     {"tool": name, "arguments": {...}, "session_id": "…", "end_user_id": "…"}
 
-to the tenant's URL, with ``X-Memdesk-Signature: sha256=<hex HMAC-SHA256 of
-the raw body with the tenant's signing secret>``. Whatever happens — an
-answer, a timeout, a 500, HTML instead of JSON — the caller gets a
-:class:`ToolOutcome` whose ``result`` is JSON for the model: the tenant's
-answer, or ``{"error": {"code", "status"?, "message"}}``. Nothing here raises
-for a misbehaving back end: a failing tool must never end the turn.
+to the tenant's URL, signed with the tenant's signing secret
+(``tenants.signing``: ``X-Memdesk-Timestamp`` and ``X-Memdesk-Signature-V2``,
+and the body-only ``X-Memdesk-Signature`` unless the tenant turned it off).
+Whatever happens — an answer, a timeout, a 500, HTML instead of JSON — the
+caller gets a :class:`ToolOutcome` whose ``result`` is JSON for the model: the
+tenant's answer, or ``{"error": {"code", "status"?, "message"}}``. Nothing
+here raises for a misbehaving back end: a failing tool must never end the turn.
 
 The chat turn calls :func:`call_tool` (async, in the event loop); the batch
 worker calls :func:`call_tool_sync` (in its own thread). Both share the
@@ -20,8 +21,6 @@ request building and the answer interpretation below.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import re
 import time
@@ -38,6 +37,7 @@ from chat.models import Tool
 from config.errors import ApiError, NotFound
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
+from tenants.signing import signed_headers
 
 NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 MIN_TIMEOUT_S, MAX_TIMEOUT_S, DEFAULT_TIMEOUT_S = 1, 60, 10
@@ -46,7 +46,6 @@ MAX_DESCRIPTION = 1024
 MAX_SCHEMA_BYTES = 16 * 1024
 #: The most of a tenant's answer that is read; a bigger one is a bad response.
 MAX_RESPONSE_BYTES = 256 * 1024
-SIGNATURE_HEADER = "X-Memdesk-Signature"
 #: Same value for every attempt of one logical call (a batch item retried
 #: after a worker crash), so the tenant can de-duplicate. Not signed.
 CALL_ID_HEADER = "X-Memdesk-Call-Id"
@@ -90,11 +89,23 @@ def check_parameters(value: Any) -> str | None:
 
 
 def check_url(value: Any) -> str | None:
+    """The problem with a tool's URL, or None: absolute http(s), a host, a
+    port from 1 to 65535, no whitespace or control characters. ``urlparse``
+    raises on some malformed URLs (an unclosed ``[`` IPv6 host, a port out of
+    range), so those are caught here rather than at the first call."""
     if not isinstance(value, str) or len(value) > 2000:
         return "url must be a string of at most 2000 characters"
-    parsed = urlparse(value)
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        return "url must not contain whitespace or control characters"
+    try:
+        parsed = urlparse(value)
+        port = parsed.port
+    except ValueError as exc:
+        return f"url is malformed ({exc})"
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return "url must be an absolute http:// or https:// URL"
+    if port == 0:
+        return "url port must be from 1 to 65535"
     return None
 
 
@@ -206,11 +217,6 @@ def tool_error(code: str, message: str, *, status: int | None = None, metric: st
     return ToolOutcome(result={"error": error}, metric=metric, status=status)
 
 
-def sign(secret: str, body: bytes) -> str:
-    """The ``X-Memdesk-Signature`` value for ``body``."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
 def _request(
     tenant: Tenant, tool: Tool, arguments: dict[str, Any], session_id: Any, end_user_id: str, call_id: str | None
 ) -> tuple[bytes, dict[str, str]]:
@@ -223,7 +229,7 @@ def _request(
         "Content-Type": "application/json; charset=utf-8",
         "Accept": "application/json",
         "User-Agent": "memdesk-tools/1",
-        SIGNATURE_HEADER: sign(tenant.signing_secret, body),
+        **signed_headers(tenant.signing_secret, body, legacy=tenant.send_legacy_signature),
     }
     if call_id:
         headers[CALL_ID_HEADER] = call_id

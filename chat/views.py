@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from chat import batches, sessions, tools
 from chat import services as chat_services
+from chat.db import release_connection
 from chat.serializers import (
     BatchCreatedOut,
     BatchIn,
@@ -85,6 +86,10 @@ class SessionMessagesView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         body = MessageIn(data=request.data)
         body.is_valid(raise_exception=True)
+        # The request's thread took a pooled connection to authenticate; the turn's units of work take their
+        # own, one at a time. Holding this one through the model's generation as well made every request
+        # wait for a second connection while keeping a first: ten concurrent turns emptied a pool of ten.
+        release_connection()
         try:
             result = async_to_sync(chat_services.run_turn)(
                 request.tenant,
@@ -95,8 +100,14 @@ class SessionMessagesView(APIView):
         except chat_services.TurnFailed as exc:
             return Response(
                 {"error": {"code": exc.code, "message": exc.message, "retryable": exc.retryable},
-                 "message_id": exc.message_id},
+                 "message_id": exc.message_id or None},
                 status=503,
+            )  # fmt: skip
+        except chat_services.TurnInProgress as exc:
+            return Response(
+                {"error": {"code": exc.code, "message": exc.message, "retryable": True},
+                 "message_id": exc.message_id},
+                status=409, headers={"Retry-After": str(exc.retry_after)},
             )  # fmt: skip
         return Response(TurnOut(result.as_api()).data)
 

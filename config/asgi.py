@@ -11,6 +11,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from config import logs, warmup  # noqa: E402
+from config.body_limit import BodyLimitMiddleware  # noqa: E402
 
 # Session tokens travel in the WebSocket's query string; uvicorn logs that string.
 logs.install()
@@ -20,7 +21,8 @@ warmup.start()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Django reads a whole body before its middleware runs: the byte limit has to come first.
+        "http": BodyLimitMiddleware(django_asgi_app),
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )

@@ -78,3 +78,21 @@ def envurl(name: str, default: str | None, *, schemes: tuple[str, ...]) -> str |
     if parsed.scheme not in schemes or not (parsed.netloc or parsed.path):
         raise ImproperlyConfigured(f"{name} must be a URL with scheme {' or '.join(schemes)}, got {value!r}")
     return value
+
+
+_RATE_UNITS = {"s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day"}
+
+
+def envrate(name: str, default: str | None) -> str | None:
+    """A DRF throttle rate, ``<count>/<unit>`` (unit s, min, hour or day, e.g.
+    ``600/min``); ``off`` (or ``none``) gives None: no throttling."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"off", "none"}:
+        return None
+    count, _, unit = value.partition("/")
+    if not (count.isascii() and count.isdigit() and int(count) > 0 and unit in _RATE_UNITS):
+        raise ImproperlyConfigured(f"{name} must be '<count>/<s|min|hour|day>' (e.g. 600/min) or 'off', got {raw!r}")
+    return f"{int(count)}/{unit}"

@@ -8,6 +8,7 @@ bodies by hand.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.http import JsonResponse
@@ -17,15 +18,30 @@ from rest_framework.views import exception_handler as drf_default_handler
 
 logger = logging.getLogger(__name__)
 
+#: ``Retry-After`` of a 429 that names no wait of its own. API.md promises the header on every 429, and the
+#: message limits count per minute, so after a minute a retry is always let through.
+DEFAULT_RETRY_AFTER_S = 60
+
 
 class ApiError(Exception):
-    """A failure the client caused or can act on."""
+    """A failure the client caused or can act on.
+
+    ``retry_after`` (seconds) becomes the ``Retry-After`` header; a 429 always has one (``DEFAULT_RETRY_AFTER_S``
+    unless the raiser knows better), other statuses only when set.
+    """
 
     status = 400
     code = "bad_request"
+    retry_after: float | None = None
 
     def __init__(
-        self, message: str, *, code: str | None = None, status: int | None = None, extra: dict[str, Any] | None = None
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        extra: dict[str, Any] | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -35,6 +51,8 @@ class ApiError(Exception):
             self.code = code
         if status is not None:
             self.status = status
+        if retry_after is not None:
+            self.retry_after = retry_after
 
 
 class NotFound(ApiError):
@@ -46,8 +64,23 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def error_response(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse(error_body(code, message), status=status, json_dumps_params={"ensure_ascii": False})
+def retry_after_headers(status: int, seconds: float | None = None) -> dict[str, str]:
+    """The ``Retry-After`` header for a response: whole seconds, rounded up (a client that waits exactly that
+    long must not be refused again); on a 429 always, elsewhere only when ``seconds`` is known."""
+    if seconds is None:
+        if status != 429:
+            return {}
+        seconds = DEFAULT_RETRY_AFTER_S
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+def error_response(status: int, code: str, message: str, *, retry_after: float | None = None) -> JsonResponse:
+    return JsonResponse(
+        error_body(code, message),
+        status=status,
+        headers=retry_after_headers(status, retry_after),
+        json_dumps_params={"ensure_ascii": False},
+    )
 
 
 #: Field-level validation codes that are part of the public contract: a
@@ -64,6 +97,8 @@ FIELD_ERROR_CODES = {
     "invalid_schema",
     "invalid_url",
     "invalid_timeout",
+    "invalid_json",
+    "invalid_text",
 }
 
 
@@ -105,7 +140,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, ApiError):
         body = error_body(exc.code, exc.message)
         body["error"].update({k: v for k, v in getattr(exc, "extra", {}).items() if k not in body["error"]})
-        return Response(body, status=exc.status)
+        return Response(body, status=exc.status, headers=retry_after_headers(exc.status, exc.retry_after))
     if isinstance(exc, drf_exc.ParseError):
         return Response(error_body("malformed_json", f"The request body is not valid JSON: {exc.detail}"), status=400)
     if isinstance(exc, drf_exc.UnsupportedMediaType):
@@ -122,7 +157,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, drf_exc.MethodNotAllowed):
         return Response(error_body("method_not_allowed", str(exc.detail)), status=405)
     if isinstance(exc, drf_exc.Throttled):
-        return Response(error_body("rate_limited", str(exc.detail)), status=429)
+        return Response(
+            error_body("rate_limited", str(exc.detail)), status=429, headers=retry_after_headers(429, exc.wait)
+        )
     response = drf_default_handler(exc, context)
     if response is not None:
         response.data = error_body("error", str(getattr(exc, "detail", exc)))

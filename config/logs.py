@@ -3,10 +3,14 @@
 The chat WebSocket carries its session token in the query string (API.md:
 ``/ws/chat/?session_id=…&token=…``), and uvicorn logs every WebSocket it
 accepts, and every request of its access log, with the full path and query.
-A token in a log is a credential handed to whoever reads logs: it opens the
-end user's chat and history until it expires. :class:`RedactQueryCredentials`
-replaces such values with ``[redacted]`` in uvicorn's records;
-:func:`install` puts it on uvicorn's loggers (``config/asgi.py`` calls it).
+The development server logs the same request lines: ``runserver`` (daphne's,
+as daphne is installed) on ``django.channels.server``, Django's own on
+``django.server``. A token in a log is a credential handed to whoever reads
+logs: it opens the end user's chat and history until it expires.
+:class:`RedactQueryCredentials` replaces such values with ``[redacted]`` in
+these servers' records; :func:`install` puts it on their loggers
+(``config/asgi.py`` calls it, and every server imports that module to find the
+application).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ REDACTED = "[redacted]"
 _CREDENTIAL_RE = re.compile(r"(?<=[?&;])((?:token|api_key|key|access_token|password)=)[^&;\s\"']*", re.IGNORECASE)
 #: uvicorn's loggers that print request paths with their query strings.
 UVICORN_LOGGERS = ("uvicorn.error", "uvicorn.access")
+#: runserver's: daphne's (``manage.py runserver`` while daphne is installed) and Django's own.
+RUNSERVER_LOGGERS = ("django.channels.server", "django.server")
 
 
 def redact_query(text: str) -> str:
@@ -42,8 +48,8 @@ class RedactQueryCredentials(logging.Filter):
 
 
 def install() -> None:
-    """Adds the filter to uvicorn's loggers, once per process."""
-    for name in UVICORN_LOGGERS:
+    """Adds the filter to uvicorn's and runserver's loggers, once per process."""
+    for name in UVICORN_LOGGERS + RUNSERVER_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactQueryCredentials) for f in logger.filters):
             logger.addFilter(RedactQueryCredentials())

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import envbool, envfloat, envint, envlist, envstr, envurl
+from config.env import envbool, envfloat, envint, envlist, envrate, envstr, envurl
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -70,6 +72,8 @@ INSTALLED_APPS = [
     "tenants",
     "chat",
     "memory",
+    "csp",
+    "axes",
     # The background queue (batch operations): PostgreSQL-backed, no broker;
     # `manage.py run_worker` runs it (docs/architecture.md, "Background work").
     "procrastinate.contrib.django",
@@ -78,6 +82,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.csp.CSPMiddleware",
     "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -87,6 +92,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tenants.middleware.TenantMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -214,7 +221,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.auth.TenantApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["tenants.auth.IsTenant"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.BoundedJSONParser"],  # JSON depth limit (config.text_input)
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -242,3 +249,80 @@ LOGGING = {
 if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
+
+# TLS. Behind a proxy that terminates TLS, SECURE_PROXY_SSL_HEADER names the header and value it sets on
+# HTTPS requests ("X-Forwarded-Proto:https"); only set it when the proxy overwrites that header on every
+# request, or a client could claim HTTPS. MEMDESK_TLS (on by default once that header is set) says memdesk
+# is reached over HTTPS: session and CSRF cookies are then sent only over TLS, and HTTPS responses carry HSTS.
+_proxy_ssl_header = envstr("SECURE_PROXY_SSL_HEADER", "")
+if _proxy_ssl_header:
+    _name, _sep, _value = _proxy_ssl_header.partition(":")
+    if not _sep or not _name.strip() or not _value.strip():
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER must be '<header>:<value>' (X-Forwarded-Proto:https), got {_proxy_ssl_header!r}"
+        )
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip())
+MEMDESK_TLS = envbool("MEMDESK_TLS", bool(_proxy_ssl_header))
+if MEMDESK_TLS:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+    # The liveness and readiness probes call over plain HTTP inside the cluster.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+
+# Content-Security-Policy (django-csp, through config/csp.py, which adds this host's ws(s):// origin to
+# connect-src). No inline script or <style> runs without the response's nonce; chat.js styles its widget
+# with a constructed stylesheet. style-src-attr allows the style="" attributes of Django's admin pages:
+# attributes cannot run code, and the admin is staff-only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
+# Admin login brute-force protection (django-axes): after ADMIN_LOGIN_FAILURE_LIMIT failed logins for one
+# username, or from one client address, that username or address is refused (429, even with the right
+# password) for ADMIN_LOGIN_COOLOFF_MINUTES; a successful login before that resets the count. The username
+# stops guessing one account from many addresses, the address stops one client trying many usernames. The
+# address is the client's only where uvicorn trusts the proxy (FORWARDED_ALLOW_IPS); otherwise every client
+# shares the proxy's. `manage.py axes_reset_username <name>` / `axes_reset_ip <ip>` lift a lockout early.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("ADMIN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("ADMIN_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.admin_lockout.lockout_response"
+
+# Throttles per API key (tenants/throttles.py) on session creation, the memory endpoints and recall: past a
+# rate, 429 rate_limited. Rates are "<count>/<s|min|hour|day>" or "off". Counted in the default cache below.
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "sessions": envrate("THROTTLE_SESSIONS", "600/min"),
+    "memories": envrate("THROTTLE_MEMORIES", "600/min"),
+    "recall": envrate("THROTTLE_RECALL", "600/min"),
+}
+# With Redis, every worker process shares one count per API key; without it each process counts in its own
+# memory (Django's default local-memory cache). Short socket timeouts: a throttle lets requests through when
+# Redis does not answer, rather than holding them.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "memdesk",
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }

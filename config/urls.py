@@ -6,13 +6,14 @@ from chat import pages as chat_pages
 from chat import views as chat_views
 from config import ops
 from memory import views as memory_views
+from tenants.throttles import SessionCreateThrottle
 
 handler400 = "config.errors.handler400"
 handler404 = "config.errors.handler404"
 handler500 = "config.errors.handler500"
 
 api_v1 = [
-    path("sessions", chat_views.SessionListView.as_view(), name="sessions"),
+    path("sessions", chat_views.SessionListView.as_view(throttle_classes=[SessionCreateThrottle]), name="sessions"),
     path("sessions/<str:session_id>", chat_views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/close", chat_views.SessionCloseView.as_view(), name="session-close"),
     path("sessions/<str:session_id>/messages", chat_views.SessionMessagesView.as_view(), name="session-messages"),

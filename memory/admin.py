@@ -92,7 +92,7 @@ class MemoryUnitAdmin(TenantScopedAdmin):
         # end user and session filters come from the changelist query string
         # (?end_user__external_id=… / ?session__id=…), which the admin allows
         # because those lookups are in search_fields' relations.
-        return self.list_filter
+        return super().get_list_filter(request)
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
         if lookup in {"end_user__external_id", "session__id", "end_user__id"}:

@@ -4,8 +4,9 @@ Every text that becomes a memory, a summary or a log line passes through :func:`
 Secrets are replaced by typed placeholders such as ``[REDACTED:api_key]`` so a reader still sees *that* a
 secret was given, never *which*.
 
-What is a secret here: API keys, bearer tokens, JWTs, passwords and PINs, payment card numbers (Luhn-checked),
-CVV codes, Chinese resident ID numbers, private keys and credentials inside URLs. What is **not** a secret:
+What is a secret here: API keys, bearer tokens, JWTs, passwords and PINs, payment and bank card numbers
+(Luhn-checked), CVV codes, IBANs (mod-97-checked), SWIFT/BIC codes after their label, Chinese resident ID
+numbers, private keys and credentials inside URLs. What is **not** a secret:
 phone numbers, order numbers, e-mail addresses — those are exactly the facts the memory layer keeps.
 
 All functions are pure and deterministic; :func:`redact` is idempotent (``redact(redact(x)) == redact(x)``).
@@ -115,6 +116,11 @@ def _labelled_token(match: re.Match[str]) -> str:
     return label + placeholder(kind)
 
 
+#: Words that name a bank card: after one, any 16-19 digit Luhn-valid number is a card, whatever its first digit
+#: (Chinese debit cards are not all UnionPay 62…; older ones start with 9).
+_BANK_CARD_CONTEXT = re.compile(
+    r"(银行卡|借记卡|储蓄卡|信用卡|卡号|bank\s*card|debit\s*card|card\s*(?:no|number))", re.IGNORECASE
+)
 _ORDER_CONTEXT = re.compile(
     r"(订单|单号|运单|快递|物流|流水|交易号|工单|order|tracking|invoice|ref|transaction|serial)", re.IGNORECASE
 )
@@ -123,11 +129,14 @@ _ORDER_CONTEXT = re.compile(
 def _card(text: str) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         digits = re.sub(r"\D", "", match.group(0))
+        before = text[max(0, match.start() - 12) : match.start()]
+        if 16 <= len(digits) <= 19 and _luhn_ok(digits) and _BANK_CARD_CONTEXT.search(before):
+            return placeholder("card_number")
         # Real card numbers start with 2-6 (Mastercard, Amex, Visa, Mastercard, Discover/UnionPay) and pass Luhn;
         # an order number that happens to be long is spared when an order word sits right before it.
         if not (13 <= len(digits) <= 19 and digits[0] in "23456" and _luhn_ok(digits)):
             return match.group(0)
-        if _ORDER_CONTEXT.search(text[max(0, match.start() - 12) : match.start()]):
+        if _ORDER_CONTEXT.search(before):
             return match.group(0)
         return placeholder("card_number")
 
@@ -186,6 +195,17 @@ _STATIC_RULES: list[_Rule] = [
         ),
         _labelled_token,
     ),
+    # SWIFT/BIC (bank 4 letters, country 2, location 2, branch 3 optional) only after its label: on its own it is
+    # indistinguishable from an upper-case word such as "CUSTOMER". The value must be upper case.
+    (
+        re.compile(
+            r"(?P<label>(?:(?<![A-Za-z])(?:swift|bic)(?:[ /-]?(?:code|bic))?(?:\s*代?码)?(?![A-Za-z])"
+            r"|银行识别码|国际代码)[\"']?\s*"
+            r"(?:(?:is|[:=：])\s*|[是为][:：]?\s*)?[\"']?)(?-i:[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?)(?![A-Za-z0-9])",
+            re.IGNORECASE,
+        ),
+        _value_only("swift_bic"),
+    ),
     # Chinese resident ID: 6-digit region, birth date 18xx-20xx, 3-digit sequence, check digit or X.
     (
         re.compile(
@@ -201,6 +221,65 @@ _RANDOM_TOKEN = re.compile(
     r"(?<![A-Za-z0-9_\-])(?=[A-Za-z0-9_\-]*[a-z])(?=[A-Za-z0-9_\-]*[A-Z])(?=[A-Za-z0-9_\-]*\d)"
     r"[A-Za-z0-9_\-]{32,}(?![A-Za-z0-9_\-])"
 )
+#: IBAN length by country (ISO 13616 registry). The exact length and the mod-97 check together keep codes that
+#: merely look alike (a tracking number such as SF1234567890123: two letters, then digits) out.
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BI": 27, "BR": 29,
+    "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DJ": 27, "DK": 18, "DO": 28, "EE": 20, "EG": 29,
+    "ES": 24, "FI": 18, "FK": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28,
+    "HN": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20,
+    "LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19,
+    "MN": 20, "MR": 27, "MT": 31, "MU": 30, "NI": 28, "NL": 18, "NO": 15, "OM": 23, "PK": 24, "PL": 28, "PS": 29,
+    "PT": 25, "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24,
+    "SM": 27, "SO": 23, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+    "YE": 30,
+}  # fmt: skip
+_IBAN_START = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]{2})[0-9]{2}")
+
+
+def _is_ascii_alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def _iban_end(text: str, start: int, length: int) -> int | None:
+    """Where an IBAN of ``length`` characters that starts at ``start`` ends. Its characters may be grouped by
+    single spaces (the printed form, ``DE89 3704 …``). None when too few follow, or when more run on straight
+    after the last one (then it is part of a longer code)."""
+    taken, index = 0, start
+    while index < len(text) and taken < length:
+        char = text[index]
+        if _is_ascii_alnum(char):
+            taken += 1
+        elif not (char == " " and index + 1 < len(text) and _is_ascii_alnum(text[index + 1])):
+            break
+        index += 1
+    if taken < length or (index < len(text) and _is_ascii_alnum(text[index])):
+        return None
+    return index
+
+
+def _iban_checksum_ok(compact: str) -> bool:
+    """ISO 13616 / ISO 7064 mod 97-10: the country and check digits moved to the end, letters as 10..35."""
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(char, 36)) for char in rearranged)) % 97 == 1
+
+
+def _redact_ibans(text: str) -> str:
+    # Candidates are tried at every start, not consumed by one regex: a look-alike that fails must not swallow a
+    # real IBAN right after it.
+    out: list[str] = []
+    done = 0
+    for match in _IBAN_START.finditer(text):
+        length = _IBAN_LENGTHS.get(match.group(1).upper())
+        if match.start() < done or length is None:
+            continue
+        end = _iban_end(text, match.start(), length)
+        if end is not None and _iban_checksum_ok(text[match.start() : end].replace(" ", "").upper()):
+            out += [text[done : match.start()], placeholder("iban")]
+            done = end
+    return "".join(out) + text[done:]
+
+
 _CARD = re.compile(r"(?<![A-Za-z0-9+.\-])\d(?:[ -]?\d){12,18}(?![A-Za-z0-9.\-]|[ -]\d)")
 
 
@@ -208,13 +287,14 @@ def redact(text: str) -> str:
     """Return ``text`` with every secret replaced by a ``[REDACTED:<kind>]`` placeholder.
 
     Kinds: ``api_key``, ``bearer_token``, ``jwt``, ``token``, ``secret``, ``password``, ``card_number``, ``cvv``,
-    ``id_number``, ``private_key``. Phone numbers, order numbers and e-mail addresses are left untouched.
-    Idempotent; non-secret text comes back byte for byte.
+    ``iban``, ``swift_bic``, ``id_number``, ``private_key``. Phone numbers, order numbers and e-mail addresses
+    are left untouched. Idempotent; non-secret text comes back byte for byte.
     """
     if not text:
         return text
     for pattern, replace in _STATIC_RULES:
         text = pattern.sub(replace, text)
+    text = _redact_ibans(text)  # before cards: an IBAN's digit groups could pass for one
     text = _CARD.sub(_card(text), text)
     return _RANDOM_TOKEN.sub(lambda m: placeholder("token") if _looks_random(m.group(0)) else m.group(0), text)
 
@@ -262,6 +342,13 @@ _EXACT_KEYS: dict[str, str] = {
     "card_no": "card_number",
     "pan": "card_number",
     "银行卡号": "card_number",
+    "银行卡": "card_number",
+    "bank_card": "card_number",
+    "iban": "iban",
+    "swift": "swift_bic",
+    "swift_code": "swift_bic",
+    "bic": "swift_bic",
+    "swift_bic": "swift_bic",
     "卡号": "card_number",
     "cvv": "cvv",
     "cvv2": "cvv",
@@ -282,6 +369,7 @@ _SUFFIX_KEYS: tuple[tuple[str, str], ...] = (
     ("_apikey", "api_key"),
     ("_private_key", "private_key"),
     ("_card_number", "card_number"),
+    ("_iban", "iban"),
 )
 
 

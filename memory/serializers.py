@@ -7,23 +7,34 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
+from config.text_input import TextField, field_json, field_text
 from memory.models import MAX_CONTENT, MemoryType
 from memory.recall import MAX_K
 from memory.schema import MAX_EXPIRES_IN
 
 
 def parse_as_of(raw: Any) -> datetime | None:
-    """ISO 8601; a naive time is taken as UTC (S17)."""
+    """ISO 8601; a naive time is taken as UTC (S17). Anything that is not a
+    real instant — month 13, an offset of 24 hours or more, a time that
+    leaves datetime's range once moved to UTC — is 400 ``invalid_as_of``."""
     if raw in (None, ""):
         return None
-    value = parse_datetime(str(raw).strip().replace(" ", "+")) if isinstance(raw, str) else None
-    if value is None:
-        raise serializers.ValidationError(
-            "as_of must be an ISO 8601 date-time, e.g. 2026-11-30T12:00:00Z", code="invalid_as_of"
-        )
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, UTC)
-    return value.astimezone(UTC)
+    invalid = serializers.ValidationError(
+        "as_of must be an ISO 8601 date-time, e.g. 2026-11-30T12:00:00Z", code="invalid_as_of"
+    )
+    if not isinstance(raw, str):
+        raise invalid
+    try:
+        # parse_datetime raises ValueError for well-formed but impossible values; astimezone raises
+        # OverflowError when the offset pushes the instant past year 1 or 9999.
+        value = parse_datetime(raw.strip().replace(" ", "+"))
+        if value is None:
+            raise invalid
+        if timezone.is_naive(value):
+            value = timezone.make_aware(value, UTC)
+        return value.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise invalid from None
 
 
 class StrictTypeField(serializers.CharField):
@@ -39,6 +50,7 @@ class ContentField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             raise serializers.ValidationError("content must be a string")
+        data = field_text(data, field="content")
         if len(data.strip()) > MAX_CONTENT:
             raise serializers.ValidationError(
                 f"content must be at most {MAX_CONTENT} characters (got {len(data.strip())})",
@@ -54,6 +66,9 @@ class MemoryCreateIn(serializers.Serializer):
     data = serializers.DictField(required=False, default=dict)
     expires_in = serializers.IntegerField(required=False, min_value=1, max_value=MAX_EXPIRES_IN)
 
+    def validate_data(self, value: dict[str, Any]) -> dict[str, Any]:
+        return field_json(value, field="data")
+
 
 class MemoryPatchIn(serializers.Serializer):
     content = ContentField(required=False)
@@ -64,6 +79,9 @@ class MemoryPatchIn(serializers.Serializer):
         if not attrs:
             raise serializers.ValidationError("send at least one of content, data, expires_in")
         return attrs
+
+    def validate_data(self, value: dict[str, Any]) -> dict[str, Any]:
+        return field_json(value, field="data")
 
 
 class MemoryListQuery(serializers.Serializer):
@@ -80,7 +98,8 @@ class FeedbackIn(serializers.Serializer):
 
 
 class RecallIn(serializers.Serializer):
-    query = serializers.CharField(max_length=2000, trim_whitespace=True)
+    # Not stored, but normalised like stored text so an NFC query finds its NFD-typed twin.
+    query = TextField(max_length=2000, trim_whitespace=True)
     as_of = serializers.CharField(required=False, allow_null=True)
     k = serializers.JSONField(required=False, default=5)
 

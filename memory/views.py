@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from memory import services
 from memory.recall import recall
 from memory.serializers import FeedbackIn, MemoryCreateIn, MemoryListQuery, MemoryOut, MemoryPatchIn, RecallIn
+from tenants.throttles import MemoryThrottle, RecallThrottle
 
 SESSION_HEADER = OpenApiParameter("X-Session-ID", str, OpenApiParameter.HEADER, required=True)
 ACTOR = services.TENANT_API
@@ -18,6 +19,7 @@ ACTOR = services.TENANT_API
 
 class MemoryListView(APIView):
     session_scope = "header"
+    throttle_classes = [MemoryThrottle]
 
     @extend_schema(parameters=[SESSION_HEADER, MemoryListQuery], responses={200: MemoryOut(many=True)})
     def get(self, request: Request) -> Response:
@@ -42,6 +44,7 @@ class MemoryListView(APIView):
 
 class MemoryDetailView(APIView):
     session_scope = "header"
+    throttle_classes = [MemoryThrottle]
 
     @extend_schema(parameters=[SESSION_HEADER], responses={200: MemoryOut})
     def get(self, request: Request, memory_id: str) -> Response:
@@ -65,6 +68,7 @@ class MemoryDetailView(APIView):
 
 class MemoryExpireView(APIView):
     session_scope = "header"
+    throttle_classes = [MemoryThrottle]
 
     @extend_schema(parameters=[SESSION_HEADER], request=None, responses={200: MemoryOut})
     def post(self, request: Request, memory_id: str) -> Response:
@@ -75,6 +79,7 @@ class MemoryExpireView(APIView):
 
 class MemoryFeedbackView(APIView):
     session_scope = "header"
+    throttle_classes = [MemoryThrottle]
 
     @extend_schema(parameters=[SESSION_HEADER], request=FeedbackIn, responses={200: MemoryOut})
     def post(self, request: Request, memory_id: str) -> Response:
@@ -97,6 +102,7 @@ RecallOut = inline_serializer(
 
 class MemoryRecallView(APIView):
     session_scope = "header"
+    throttle_classes = [RecallThrottle]
 
     @extend_schema(parameters=[SESSION_HEADER], request=RecallIn, responses={200: RecallOut})
     def post(self, request: Request) -> Response:

@@ -4,7 +4,8 @@ A superuser sees every tenant (the RLS bypass is set for them by the
 middleware). Any other staff user sees only rows of tenants they are a member
 of; owners and admins may change them, agents may only look. Foreign-key
 choices are limited the same way, so nobody can move a row into a tenant they
-do not belong to.
+do not belong to, and so are the changelist's tenant filter's choices, which
+would otherwise list every tenant's slug and id (:class:`MemberTenantFilter`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.http import HttpRequest
 
-from tenants.models import Membership
+from tenants.models import Membership, Tenant
 
 EDIT_ROLES = {Membership.Role.OWNER, Membership.Role.ADMIN}
 
@@ -29,12 +31,39 @@ def member_tenant_ids(user: Any, *, roles: set[str] | None = None) -> list[Any]:
     return list(qs.values_list("tenant_id", flat=True))
 
 
+class MemberTenantFilter(admin.RelatedFieldListFilter):
+    """A changelist filter on a foreign key to :class:`Tenant` that offers
+    only the staff member's own tenants (a superuser: all of them)."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        if request.user.is_superuser:
+            return field.get_choices(include_blank=False, ordering=ordering)
+        ids = member_tenant_ids(request.user)
+        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to={"pk__in": ids})
+
+
 class TenantScopedAdmin(admin.ModelAdmin):
     #: path from this model to its tenant id, e.g. "tenant_id" or "id" for Tenant itself
     tenant_field = "tenant_id"
 
     def _scope_filter(self, ids: list[Any]) -> dict[str, Any]:
         return {f"{self.tenant_field}__in": ids}
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        """``list_filter`` with every plain foreign key to Tenant (``"tenant"``)
+        filtered by :class:`MemberTenantFilter`. Subclasses that override this
+        must call it."""
+        return tuple(self._member_filter(entry) for entry in super().get_list_filter(request))
+
+    def _member_filter(self, entry: Any) -> Any:
+        if not isinstance(entry, str):
+            return entry
+        try:
+            field = self.model._meta.get_field(entry)
+        except FieldDoesNotExist:  # a lookup path such as "session__tenant": left as written
+            return entry
+        return (entry, MemberTenantFilter) if getattr(field, "related_model", None) is Tenant else entry
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:
         qs = self.model._default_manager.get_queryset()
@@ -73,8 +102,6 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return self._allowed(request, obj, EDIT_ROLES)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        from tenants.models import Tenant
-
         if not request.user.is_superuser:
             ids = member_tenant_ids(request.user, roles=EDIT_ROLES)
             related = db_field.related_model

@@ -44,6 +44,13 @@ class Tenant(models.Model):
     language = models.CharField(max_length=10, default="zh", choices=[("zh", "中文"), ("en", "English")])
     settings = models.JSONField(default=dict, blank=True)
     signing_secret = models.CharField(max_length=100, default=_new_signing_secret, editable=False)
+    send_legacy_signature = models.BooleanField(
+        default=True,
+        help_text=(
+            "Also send the body-only X-Memdesk-Signature header on tool calls. Turn it off once your back end "
+            "checks X-Memdesk-Signature-V2, which carries a timestamp and so cannot be replayed."
+        ),
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_cleanup_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="When the automatic memory cleanup last ran."

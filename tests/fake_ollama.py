@@ -168,7 +168,7 @@ class FakeOllama:
     # -- lifecycle --------------------------------------------------------
 
     def start(self) -> FakeOllama:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -232,6 +232,12 @@ def _details() -> dict[str, Any]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _Server(ThreadingHTTPServer):
+    # Ollama (Go) listens with the system's backlog; socketserver's default of 5 refused connections when a
+    # burst of turns opened many at once, an error the real server does not make.
+    request_queue_size = 1024
 
 
 class _ClientGone(Exception):

@@ -17,15 +17,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def uvicorn_in_thread(**config: Any) -> Iterator[str]:
-    """Serve ``config.asgi.application`` on a free local port until the block ends; yields ``host:port``.
-    ``config`` goes to ``uvicorn.Config`` (e.g. ``log_level``, ``log_config``, ``access_log``)."""
+def uvicorn_in_thread(app: Any = None, **config: Any) -> Iterator[str]:
+    """Serve ``app`` (default ``config.asgi.application``) on a free local port until the block ends; yields
+    ``host:port``. ``config`` goes to ``uvicorn.Config`` (e.g. ``log_level``, ``log_config``, ``access_log``)."""
     import uvicorn
 
-    from config.asgi import application
+    if app is None:
+        from config.asgi import application as app
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off", **config))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

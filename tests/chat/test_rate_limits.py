@@ -118,9 +118,12 @@ def test_a_replay_is_not_counted(acme):
     _limits(acme, per_session=1)
     session = _session(acme, "alice")
     first, _ = _store(acme, session, "你好", "m1")
-    # when: the client retries it
+    # when: the client retries it, while its turn runs and after that turn failed
+    with pytest.raises(services.TurnRunning):
+        _store(acme, session, "你好", "m1")
+    services.release_lease(acme.tenant, first.pk)
     again, reply = _store(acme, session, "你好", "m1")
-    # then
+    # then neither retry counted against the limit, and the second takes the message's turn over
     assert (again.pk, reply) == (first.pk, None)
     with pytest.raises(services.RateLimited, match="in this session"):
         _store(acme, session, "再来一条", "m2")

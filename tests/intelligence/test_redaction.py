@@ -168,3 +168,67 @@ def test_logging_filter_redacts_message_args_and_exceptions() -> None:
         assert secret not in joined
     assert "login for bob with password: [REDACTED:password]" in joined
     assert "ValueError: bad key [REDACTED:api_key]" in joined
+
+
+@pytest.mark.parametrize(
+    "iban",
+    [
+        "DE89 3704 0044 0532 0130 00",
+        "DE89370400440532013000",
+        "GB82 WEST 1234 5698 7654 32",
+        "fr76 3000 6000 0112 3456 7890 189",
+    ],
+)
+def test_a_real_iban_is_redacted_printed_or_compact(iban: str) -> None:
+    # when
+    result = redact(f"请退款到我的账户 IBAN {iban}，谢谢")
+
+    # then
+    assert result == "请退款到我的账户 IBAN [REDACTED:iban]，谢谢"
+
+
+def test_an_iban_look_alike_failing_mod_97_is_kept() -> None:
+    # given the same shape as a German IBAN with one check digit changed, and codes that only start like one
+    for text in (
+        "IBAN DE88 3704 0044 0532 0130 00",
+        "运单号 SF1234567890123 已签收",
+        "ref DE89370400440532013000X7",
+    ):
+        # then
+        assert redact(text) == text
+
+
+def test_a_failing_look_alike_does_not_hide_a_real_iban_after_it() -> None:
+    assert redact("AB12 DE89 3704 0044 0532 0130 00") == "AB12 [REDACTED:iban]"
+
+
+def test_swift_bic_is_redacted_only_after_its_label() -> None:
+    assert redact("SWIFT/BIC: DEUTDEFFXXX") == "SWIFT/BIC: [REDACTED:swift_bic]"
+    assert redact("我的SWIFT代码是BKCHCNBJ") == "我的SWIFT代码是[REDACTED:swift_bic]"
+    for text in ("DEUTDEFF is our partner", "the swift transfer is done", "BIC is unknown"):
+        assert redact(text) == text
+
+
+def test_a_chinese_bank_card_after_its_label_is_redacted_whatever_its_first_digit() -> None:
+    # given a 19-digit Luhn-valid debit card starting with 9 (not a payment-network prefix)
+    assert redact("借记卡 9558800200135073266 请查询") == "借记卡 [REDACTED:card_number] 请查询"
+    assert redact("银行卡号：6222 0212 3456 7890 128") == "银行卡号：[REDACTED:card_number]"
+    # and unlabelled, a 9… number stays (order and tracking numbers look like that)
+    assert redact("编号 9558800200135073266") == "编号 9558800200135073266"
+
+
+def test_bank_identifiers_never_reach_a_memory_unit() -> None:
+    from memory.conversation import split_units
+
+    # when a customer's message becomes memory units
+    units = split_units("退款请打到 DE89 3704 0044 0532 0130 00，SWIFT: DEUTDEFF，手机13912345678")
+
+    # then
+    joined = " ".join(units)
+    assert "3704" not in joined
+    assert "DEUTDEFF" not in joined
+    assert "13912345678" in joined
+    assert redact_obj({"iban": "DE89370400440532013000", "swift_code": "DEUTDEFF"}) == {
+        "iban": "[REDACTED:iban]",
+        "swift_code": "[REDACTED:swift_bic]",
+    }

@@ -82,3 +82,48 @@ def test_admin_creating_an_api_key_shows_it_once(staff, acme):
     assert "shown once" in html
     key = ApiKey.objects.for_tenant(acme.tenant).get(name="ci")
     assert key.prefix in html
+
+
+def _scoped_changelists() -> list[str]:
+    from django.contrib import admin
+
+    from tenants.admin_base import TenantScopedAdmin
+
+    return [
+        f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
+        for model, model_admin in admin.site._registry.items()
+        if isinstance(model_admin, TenantScopedAdmin)
+    ]
+
+
+def test_tenant_filters_list_only_the_staff_members_tenants(staff, sessions):
+    # given acme's agent, who belongs to acme only
+    client = _login(staff["agent_a"])
+    globex_id = str(staff["outsider"].memberships.get().tenant_id)
+    # when every tenant-scoped changelist is opened
+    pages = {url: client.get(url) for url in _scoped_changelists()}
+    # then none names globex or its id (before, each tenant filter listed every tenant)
+    assert "/admin/memory/memoryunit/" in pages
+    for url, page in pages.items():
+        assert page.status_code == 200, url
+        html = page.content.decode()
+        assert "globex" not in html, url
+        assert globex_id not in html, url
+
+
+def test_a_member_of_two_tenants_filters_by_both_and_superusers_by_all(staff, sessions):
+    from tenants.models import Membership
+    from tenants.services import do_create_tenant
+
+    # given acme's owner is also a member of a third tenant
+    initech = do_create_tenant("initech", "Initech").tenant
+    Membership.objects.create(user=staff["owner_a"], tenant=initech, role=Membership.Role.AGENT)
+    # when
+    mine = _login(staff["owner_a"]).get("/admin/chat/chatsession/").content.decode()
+    everything = _login(staff["root"]).get("/admin/chat/chatsession/").content.decode()
+    # then
+    assert f"?tenant__id__exact={initech.pk}" in mine
+    assert "globex" not in mine
+    assert "?tenant__id__exact=" in everything
+    assert "globex" in everything
+    assert f"?tenant__id__exact={initech.pk}" in everything

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
         ("SESSION_TOKEN_TTL_S", "ten", "SESSION_TOKEN_TTL_S must be an integer"),
         ("SESSION_TOKEN_TTL_S", "5", "SESSION_TOKEN_TTL_S must be >= 60"),
         ("SECRET_KEY", "short", "SECRET_KEY must be at least 32 characters"),
+        ("THROTTLE_RECALL", "lots", "THROTTLE_RECALL must be '<count>/<s|min|hour|day>'"),
+        ("THROTTLE_SESSIONS", "10/fortnight", "THROTTLE_SESSIONS must be '<count>/<s|min|hour|day>'"),
     ],
 )
 def test_bad_setting_fails_at_start_with_a_clear_message(name, value, message, tmp_path):

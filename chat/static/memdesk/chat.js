@@ -1,6 +1,6 @@
 /* memdesk chat client: one file for the chat page and the embeddable widget.
  *
- *   MemdeskChat.mount(container, {base, sessionId, token, lang})
+ *   MemdeskChat.mount(container, {base, sessionId, token, lang, nonce})
  *
  * Streams replies over the WebSocket, reconnects with back-off and reloads
  * the history on every (re)connect, and shows clear error states. */
@@ -39,11 +39,24 @@
     return node;
   }
 
+  // The styles go in as a constructed stylesheet where the browser has them: that is not inline CSS, so a
+  // strict Content-Security-Policy (memdesk's own page, or a tenant's site hosting the widget) lets it
+  // apply. Elsewhere a <style> element, carrying the page's CSP nonce when it has one.
+  function addStyles(root, nonce) {
+    if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function" && "replaceSync" in CSSStyleSheet.prototype) {
+      var sheet = new CSSStyleSheet(); sheet.replaceSync(CSS);
+      root.adoptedStyleSheets = root.adoptedStyleSheets.concat([sheet]);
+      return;
+    }
+    var style = el("style"); if (nonce) style.nonce = nonce;
+    style.textContent = CSS; root.appendChild(style);
+  }
+
   function mount(container, opts) {
     var lang = (opts.lang || navigator.language || "zh").toLowerCase().indexOf("zh") === 0 ? "zh" : "en";
     var t = TEXT[lang];
     var root = container.attachShadow ? container.attachShadow({ mode: "open" }) : container;
-    var style = el("style"); style.textContent = CSS; root.appendChild(style);
+    addStyles(root, opts.nonce);
     var box = el("div", "mdk"), status = el("div", "mdk-status", t.connecting), log = el("div", "mdk-log");
     var form = el("form", "mdk-form"), input = el("input", "mdk-input"), send = el("button", "mdk-send", t.send);
     input.placeholder = t.placeholder; input.setAttribute("aria-label", t.placeholder); send.type = "submit";
