@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
-import psycopg
-from django.db import InterfaceError, OperationalError, connection
+from django.db import connection
 from django.utils import timezone
 from psycopg import sql
 
@@ -42,7 +41,7 @@ from chat.db import execute, fetch_row, fetch_rows, load_models, unit_of_work
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.models import ChatSession, ExecutionContext, Message, Tool
 from chat.tool_calls import rebuild_prompt, run_tool_call
-from config.errors import ApiError
+from config.errors import DATABASE_UNAVAILABLE, ApiError
 from memory import metrics
 from memory import services as memory_services
 from memory.conversation import index_messages
@@ -122,11 +121,6 @@ class TurnRunning(Exception):
     def __init__(self, message_id: str) -> None:
         super().__init__(message_id)
         self.message_id = message_id
-
-
-#: The database going away mid-turn (a restart, a failover, a pool that cannot hand out a connection in
-#: time): the turn answers 503 with ``retryable``, and its ``message_id`` once the message is stored.
-DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 @dataclass

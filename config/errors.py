@@ -11,6 +11,8 @@ import logging
 import math
 from typing import Any
 
+import psycopg
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from rest_framework import exceptions as drf_exc
 from rest_framework.response import Response
@@ -58,6 +60,11 @@ class ApiError(Exception):
 class NotFound(ApiError):
     status = 404
     code = "not_found"
+
+
+#: The database went away (a restart, a failover) or no pooled connection came in time: the client may
+#: retry, and gets a 503 ``database_unavailable`` that says so instead of a 500.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -160,6 +167,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return Response(
             error_body("rate_limited", str(exc.detail)), status=429, headers=retry_after_headers(429, exc.wait)
         )
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        logger.warning("database unavailable during %s: %s", context.get("view").__class__.__name__, exc)
+        body = error_body("database_unavailable", "The database is unavailable for a moment; retry the request.")
+        body["error"]["retryable"] = True
+        return Response(body, status=503, headers={"Retry-After": "1"})
     response = drf_default_handler(exc, context)
     if response is not None:
         response.data = error_body("error", str(getattr(exc, "detail", exc)))

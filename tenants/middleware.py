@@ -12,6 +12,7 @@ tenants (admin pages), everything for a superuser, and nothing otherwise.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -22,9 +23,11 @@ from django.urls import Resolver404, resolve
 from django.utils import timezone
 
 from chat.access import SessionError, resolve_session
-from config.errors import error_response
+from config.errors import DATABASE_UNAVAILABLE, error_response
 from tenants.models import ApiKey, Membership
 from tenants.rls import tenant_db_scope
+
+logger = logging.getLogger(__name__)
 
 _TOUCH_EVERY = timedelta(seconds=60)
 
@@ -42,6 +45,17 @@ class TenantMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self._handle(request)
+        except DATABASE_UNAVAILABLE as exc:  # a restart or failover: say so, and that a retry may succeed
+            logger.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
+            response = error_response(
+                503, "database_unavailable", "The database is unavailable for a moment; retry the request."
+            )
+            response["Retry-After"] = "1"
+            return response
+
+    def _handle(self, request: HttpRequest) -> HttpResponse:
         request.tenant = None
         request.api_key = None
         request.chat_session = None

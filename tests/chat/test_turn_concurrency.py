@@ -50,6 +50,13 @@ def _messages(ctx, sid: str) -> list[Message]:
         return list(Message.objects.for_tenant(ctx.tenant).filter(session_id=sid).order_by("seq"))
 
 
+def _until_generating(fake, calls: int = 1) -> None:
+    """Wait until the fake model has been asked ``calls`` times: the first turn is past storing its message."""
+    deadline = time.monotonic() + 30
+    while len(fake.chat_requests) < calls and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _in_threads(calls: list) -> list[Any]:
     """Run the calls at the same moment, one thread each; their results in order."""
     results: list[Any] = [None] * len(calls)
@@ -127,7 +134,7 @@ def test_a_retry_while_the_turn_is_running_gets_the_same_reply_and_no_second_mod
         first = threading.Thread(target=lambda: results.append(_post(base, acme.api_key, sid, "我的订单呢", "m-1")))
         results: list[httpx.Response] = []
         first.start()
-        time.sleep(0.4)
+        _until_generating(fake_ollama)
         # when the retries arrive together
         retries = _in_threads([lambda: _post(base, acme.api_key, sid, "我的订单呢", "m-1") for _ in range(4)])
         first.join(timeout=60)
@@ -151,7 +158,7 @@ def test_a_retry_that_outwaits_the_running_turn_gets_409_then_the_reply(acme, fa
     with uvicorn_in_thread(log_level="warning") as base:
         first = threading.Thread(target=lambda: results.append(_post(base, acme.api_key, sid, "在吗", "m-2")))
         first.start()
-        time.sleep(0.5)
+        _until_generating(fake_ollama)
         # when the retry comes while the first turn is still generating
         early = _post(base, acme.api_key, sid, "在吗", "m-2")
         first.join(timeout=60)
@@ -232,8 +239,7 @@ def _database_accepts_connections(allowed: bool) -> None:
 
 def test_the_database_going_away_mid_turn_answers_503_with_the_message_id_and_the_retry_succeeds(acme, fake_ollama):
     # given a turn whose model is still generating when the database goes away
-    fake_ollama.script(_echo(1.5))
-    fake_ollama.default_reply = "已为您改好地址。"
+    fake_ollama.default_reply = _echo(1.5)
     sid = open_session(acme, "outage")["session_id"]
     results: list[httpx.Response] = []
     pool = connection.pool
@@ -244,9 +250,14 @@ def test_the_database_going_away_mid_turn_answers_503_with_the_message_id_and_th
                 target=lambda: results.append(_post(base, acme.api_key, sid, "地址改成人民路8号", "m-5"))
             )
             first.start()
-            time.sleep(0.6)
+            _until_generating(fake_ollama)
             _database_accepts_connections(False)
             first.join(timeout=60)
+            listing = httpx.get(
+                f"http://{base}/api/v1/memories",
+                headers={"Authorization": f"Bearer {acme.api_key}", "X-Session-ID": sid},
+                timeout=30,
+            )
             # when the database is back and the client retries
             _database_accepts_connections(True)
             retried = _post(base, acme.api_key, sid, "地址改成人民路8号", "m-5")
@@ -261,8 +272,16 @@ def test_the_database_going_away_mid_turn_answers_503_with_the_message_id_and_th
     assert failed.json()["error"]["code"] == "database_unavailable"
     assert failed.json()["error"]["retryable"] is True
     assert failed.json()["message_id"]
+    # and any other request during the outage said the same, not a bare 500
+    assert listing.status_code == 503, listing.content
+    assert listing.json()["error"]["code"] == "database_unavailable"
+    assert listing.headers["Retry-After"] == "1"
     # and the retry answered that same message, once
     assert retried.status_code == 200, retried.content
     assert retried.json()["message_id"] == failed.json()["message_id"]
     stored = _messages(acme, sid)
-    assert [(m.role, m.text) for m in stored] == [("user", "地址改成人民路8号"), ("assistant", "已为您改好地址。")]
+    assert [(m.role, m.text) for m in stored] == [
+        ("user", "地址改成人民路8号"),
+        ("assistant", "echo: 地址改成人民路8号"),
+    ]
+    assert len(fake_ollama.chat_requests) == 2
