@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from chat.models import Batch, ChatSession, Message, Tool
+from chat.models import Batch, Tool
+from conversations.models import ChatSession, Message
 from tenants.admin_base import TenantScopedAdmin
 
 

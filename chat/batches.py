@@ -30,9 +30,10 @@ from typing import Any
 from django.utils import timezone
 
 from chat import tools as tools_mod
-from chat.access import require_session_id
-from chat.models import Batch, ChatSession, Tool
+from chat.models import Batch, Tool
 from config.errors import ApiError, NotFound
+from conversations.access import require_session_id
+from conversations.models import ChatSession
 from memory import metrics
 from memory import services as memory_services
 from memory.models import MemoryType

@@ -13,8 +13,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import ValidationError
 
 from chat import services
-from chat.db import unit_of_work
 from chat.prompt import ContextOverflow
+from config.db.sql import unit_of_work
 from config.errors import ApiError
 from config.text_input import InvalidJson, loads_bounded
 from memory import metrics
@@ -90,7 +90,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         every handler: that call hops to Channels' single sync thread (about
         twenty hops a turn: each frame in, each group message) to close
         database connections this consumer never opens there — its database
-        work runs in ``chat.db.unit_of_work``, which closes its own."""
+        work runs in ``config.db.sql.unit_of_work``, which closes its own."""
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")

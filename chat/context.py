@@ -35,11 +35,12 @@ from django.db import connections
 from django.db.models import Max
 from django.utils import timezone
 
-from chat.access import require_session_id
-from chat.db import unit_of_work
-from chat.models import ChatSession, ExecutionContext, Message
+from chat.models import ExecutionContext
 from chat.prompt import dumps_compact
 from chat.tools import ToolOutcome
+from config.db.sql import unit_of_work
+from conversations.access import require_session_id
+from conversations.models import ChatSession, Message
 from memory import services as memory_services
 from memory.compression import compress_tool_result
 from memory.models import MAX_CONTENT, MemoryType

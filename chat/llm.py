@@ -48,6 +48,9 @@ from typing import Any
 
 import httpx
 import ollama
+from asgiref.sync import async_to_sync
+
+from memory import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +253,7 @@ class OllamaChat:
             async with asyncio.timeout(self.timeout_s):
                 shown = await client.show(self.model)
         except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
-            raise self._translate(exc) from exc
+            raise _counted(self._translate(exc)) from exc
         size = parse_context_size(shown.parameters, shown.modelinfo)
         if size is None:
             logger.warning(
@@ -328,10 +331,11 @@ class OllamaChat:
                     return
                 if chunk.text or chunk.tool_calls:
                     yield chunk
-        except LLMError:
+        except LLMError as exc:
+            _counted(exc)
             raise
         except (ollama.ResponseError, httpx.HTTPError, ConnectionError, TimeoutError, ValueError) as exc:
-            raise self._translate(exc) from exc
+            raise _counted(self._translate(exc)) from exc
         finally:
             if deadline is not None:
                 deadline.cancel()
@@ -352,6 +356,15 @@ class OllamaChat:
                 return str(response.json()["version"])
         except (httpx.HTTPError, ConnectionError, TimeoutError, ValueError, KeyError) as exc:
             raise LLMUnavailable(f"Ollama at {self.host} is unreachable: {type(exc).__name__}") from exc
+
+
+def _counted(error: LLMError) -> LLMError:
+    """``error``, counted in ``memdesk_ollama_errors_total{code}``: the MemdeskOllamaErrors and
+    MemdeskOllamaUnavailable alerts (platform/prometheus/alerts.yml) read it. Only the model calls a turn
+    makes count (context size, reply stream), once each; ``version()``, the readiness probe, does not, so a
+    probe polling a stopped Ollama adds nothing the turns did not."""
+    metrics.OLLAMA_ERRORS.labels(code=error.code).inc()
+    return error
 
 
 class _Deadline:
@@ -430,3 +443,29 @@ def get_llm() -> OllamaChat:
     from django.conf import settings
 
     return OllamaChat(settings.OLLAMA_HOST, settings.OLLAMA_MODEL, timeout_s=settings.OLLAMA_TIMEOUT_S)
+
+
+def structured_answer(system: str, user: str, schema: dict[str, Any]) -> tuple[str, str]:
+    """One non-streaming request to the configured model whose answer Ollama constrains to the JSON
+    ``schema`` (``format``); returns (the model's name, its raw answer text). Memory's optional model
+    extraction is handed this (``memory.llm_extraction.StructuredAsk``): memory never calls a model itself.
+    Synchronous: it runs inside a turn's database step, on a worker thread."""
+    llm = get_llm()
+    # The chat's own context size: a request with another num_ctx makes Ollama reload the model, which
+    # would cost far more than the request. Cached per host and model; the turn has just asked for it.
+    num_ctx = async_to_sync(llm.context_size)()
+    response = _sync_client(llm.host, llm.timeout_s).chat(
+        model=llm.model,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        format=schema,
+        stream=False,
+        options={"num_ctx": num_ctx, "temperature": 0},
+    )
+    return llm.model, response.message.content or ""
+
+
+@functools.lru_cache(maxsize=4)
+def _sync_client(host: str, timeout_s: float) -> ollama.Client:
+    """A sync client per (host, timeout), kept for the process: an httpx ``Client`` is thread-safe and bound
+    to no event loop, and building one costs a TLS context."""
+    return ollama.Client(host=host, timeout=httpx.Timeout(timeout_s))

@@ -9,7 +9,7 @@ from django.templatetags.static import static
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from chat.models import ChatSession
+from conversations.models import ChatSession
 from memory.models import MemoryUnit
 from memory.services import scope_q, valid_q
 from tenants.admin_base import member_tenant_ids

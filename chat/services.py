@@ -10,7 +10,7 @@ Following "One chat turn" in DESIGN.md:
 5. stream the reply from Ollama, relaying deltas;
 6. store the reply, extract the facts the agent stated, apply feedback.
 
-Each database step is its own short transaction (``chat.db.unit_of_work``
+Each database step is its own short transaction (``config.db.sql.unit_of_work``
 units of work); nothing is held open while the model generates. If the model
 fails, the user message stays stored and the same ``client_msg_id`` can be
 retried; a disconnect cancels generation and keeps what was produced.
@@ -36,15 +36,18 @@ from psycopg import sql
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
-from chat.access import SessionNotFound, require_session_id
-from chat.db import execute, fetch_row, fetch_rows, load_models, unit_of_work
-from chat.llm import LLMError, OllamaChat, get_llm
-from chat.models import ChatSession, ExecutionContext, Message, Tool
+from chat.llm import LLMError, OllamaChat, get_llm, structured_answer
+from chat.models import ExecutionContext, Tool
 from chat.tool_calls import rebuild_prompt, run_tool_call
+from config.db.sql import execute, fetch_row, fetch_rows, load_models, unit_of_work
 from config.errors import DATABASE_UNAVAILABLE, ApiError
+from conversations.access import SessionNotFound, require_session_id
+from conversations.models import ChatSession, Message
 from memory import metrics
 from memory import services as memory_services
 from memory.conversation import index_messages
+from memory.extraction import extract_and_store
+from memory.health import check_after_turn, check_due
 from memory.models import MemoryUnit
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -203,7 +206,7 @@ def _limits(tenant: Tenant) -> tuple[int, int]:
     )
 
 
-# The statements every turn runs, in SQL (chat.db explains why). Each names
+# The statements every turn runs, in SQL (config/db/sql.py explains why). Each names
 # its tenant, as the scoped managers do, and row-level security holds anyway.
 _LOCK_SESSION = "SELECT 1 FROM chat_chatsession WHERE tenant_id = {tenant} AND id = {session} FOR UPDATE"
 
@@ -494,7 +497,6 @@ def _used_ids(value: Any) -> list[str]:
 def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context_size: int) -> PreparedTurn:
     """Steps 2–4: extraction and feedback, recall, and the prompt."""
     from chat.summary import summarize
-    from memory.extraction import extract_and_store
     from memory.recall import embed_query_soon, recall
     from memory.redaction import redact
 
@@ -504,7 +506,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         session = state.session
         previously_used = _previously_used(tenant, state, message.seq)
         before = state.history[-1]["text"] if state.history else ""
-        extraction = extract_and_store(tenant, session, message, previous_text=before)
+        extraction = extract_and_store(tenant, session, message, previous_text=before, ask_model=structured_answer)
         _feedback_from_user(tenant, extraction, previously_used)
 
         result = recall(tenant, session, message.text, k=RECALL_K, embedding=query_embedding, record=False)
@@ -601,7 +603,6 @@ def finish_turn(
     status: str = Message.Status.COMPLETE,
 ) -> Message:
     """Step 6: store the reply, extract what the agent stated, feedback."""
-    from memory.extraction import extract_and_store
 
     with _session_locked(tenant, session):
         ids = {"tenant": tenant.pk, "session": session.pk}
@@ -878,8 +879,6 @@ async def run_turn(
         await _timed("index", index(tenant, session, [message, reply], previous_text=prepared.previous_text))
     except Exception:
         logger.exception("indexing the messages of turn %s failed; the worker's sweep retries", message.pk)
-    from memory.health import check_after_turn, check_due
-
     if check_due(tenant):
         try:
             await unit_of_work(check_after_turn)(tenant)

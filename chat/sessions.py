@@ -10,9 +10,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from chat.access import require_session_id
-from chat.models import ChatSession, ExecutionContext, Message
-from chat.session_tokens import issue_token
+from chat.models import ExecutionContext
+from conversations.access import require_session_id
+from conversations.models import ChatSession, Message
+from conversations.session_tokens import issue_token
 from tenants.models import EndUser, Tenant
 
 

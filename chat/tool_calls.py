@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
-from chat.db import unit_of_work
-from chat.models import ChatSession, ExecutionContext, Message
+from chat.models import ExecutionContext
 from chat.tokens import count_tokens, render_message
+from config.db.sql import unit_of_work
+from conversations.models import ChatSession, Message
 from memory import metrics
 from tenants.models import Tenant
 

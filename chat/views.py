@@ -13,7 +13,6 @@ from rest_framework.views import APIView
 
 from chat import batches, sessions, tools
 from chat import services as chat_services
-from chat.db import release_connection
 from chat.serializers import (
     BatchCreatedOut,
     BatchIn,
@@ -29,6 +28,7 @@ from chat.serializers import (
     ToolOut,
     TurnOut,
 )
+from config.db.sql import release_connection
 
 
 def _ws_url(request: Request, session_id: str, token: str) -> str:

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from chat.access import SessionError, parse_session_id, resolve_session
-from chat.db import unit_of_work
-from chat.models import ChatSession
-from chat.session_tokens import InvalidToken, read_token
+from config.db.sql import unit_of_work
+from conversations.access import SessionError, parse_session_id, resolve_session
+from conversations.models import ChatSession
+from conversations.session_tokens import InvalidToken, read_token
 from tenants.models import Tenant
 
 

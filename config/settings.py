@@ -70,8 +70,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "channels",
     "tenants",
-    "chat",
+    "conversations",
     "memory",
+    "chat",
     "csp",
     "axes",
     # The background queue (batch operations): PostgreSQL-backed, no broker;
@@ -91,6 +92,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tenants.middleware.TenantMiddleware",
+    "conversations.middleware.SessionScopeMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
@@ -236,6 +238,20 @@ SPECTACULAR_SETTINGS = {
 
 # Chat sessions
 SESSION_TOKEN_TTL_S = envint("SESSION_TOKEN_TTL_S", 24 * 3600, minimum=60)
+
+# Memory tuning: Python values rather than environment variables (they are structured, and tuned by measurement,
+# not per host); a deployment that changes them does so in a settings module of its own that imports this one.
+#: Recall's knobs (leg weights, fusion, windows, BM25), merged over ``memory.recall.DEFAULT_TUNING``, where each is
+#: explained: name only the keys to change.
+MEMDESK_RECALL: dict[str, float] = {}
+#: The embedding model per memory type, ``"default"`` for the types not named (names: ``memory.embeddings.LOADERS``).
+#: A tenant's own ``settings["embedding_models"]``/``["embedding_model"]`` wins; empty: the tenant language's default.
+MEMDESK_EMBEDDING_MODELS: dict[str, str] = {}
+#: Memory health's sliding window (hit rate, amnesia alerts), in seconds.
+HEALTH_WINDOW_S = 24 * 3600
+#: Phrases per language that mark a reply as forgetful (``{"zh": [...], "en": [...]}``, matched case-folded);
+#: None: the built-in lists, ``memory.health.DEFAULT_AMNESIA_PHRASES``.
+AMNESIA_PHRASES: dict[str, list[str]] | None = None
 
 LOGGING = {
     "version": 1,

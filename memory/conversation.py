@@ -37,8 +37,8 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from chat.access import require_session_id
-from chat.models import ChatSession, Message
+from conversations.access import require_session_id
+from conversations.models import ChatSession, Message
 from memory import services
 from memory.compression import clean, compress, detect_language, is_filler
 from memory.models import MAX_CONTENT, MemoryType

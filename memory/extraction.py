@@ -16,11 +16,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from chat.access import require_session_id
-from chat.models import ChatSession, Message
+from conversations.access import require_session_id
+from conversations.models import ChatSession, Message
 from memory import services
 from memory.compression import compress
-from memory.llm_extraction import extract_facts_with_model
+from memory.llm_extraction import StructuredAsk, extract_facts_with_model
 from memory.models import MemoryType, MemoryUnit
 from memory.redaction import redact, redact_obj
 from memory.rules import Fact, disowned_keys, extract_facts, is_confirmation
@@ -59,12 +59,19 @@ def _previous_text(tenant: Tenant, session: ChatSession, message: Message) -> st
 
 @require_session_id
 def extract_and_store(
-    tenant: Tenant, session: ChatSession, message: Message, *, previous_text: str | None = None
+    tenant: Tenant,
+    session: ChatSession,
+    message: Message,
+    *,
+    previous_text: str | None = None,
+    ask_model: StructuredAsk | None = None,
 ) -> ExtractionResult:
     """Extract facts from ``message`` and upsert them as memories of this
     session's end user (or of the session, for session-scoped types).
     ``previous_text`` is the message before it, when the caller already has
-    it (the chat runtime does); otherwise it is read when facts need it."""
+    it (the chat runtime does); otherwise it is read when facts need it.
+    ``ask_model``: the model, for the tenants that have model extraction on
+    (memory/llm_extraction.py); without it only the rules extract."""
     result = ExtractionResult()
     text = message.text or ""
     role = message.role
@@ -83,7 +90,7 @@ def extract_and_store(
         logger.exception("fact extraction failed for message %s", message.pk)
         facts = []
     # Optional, off by default: the model fills keys the rules left empty; never raises (memory/llm_extraction.py).
-    facts = [*facts, *extract_facts_with_model(tenant, session, message, facts)]
+    facts = [*facts, *extract_facts_with_model(tenant, session, message, facts, ask_model)]
     result.facts = facts
     actor = services.END_USER if role == Message.Role.USER else services.SYSTEM
     kept: list[Fact] = []

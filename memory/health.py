@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from chat.models import Message
+from conversations.models import Message
 from memory import metrics
 from memory.models import AmnesiaAlert, MemoryUnit
 from tenants.models import Tenant
@@ -69,12 +69,12 @@ class TenantHealth:
 
 
 def window() -> timedelta:
-    return timedelta(seconds=int(getattr(settings, "HEALTH_WINDOW_S", 86400)))
+    return timedelta(seconds=settings.HEALTH_WINDOW_S)
 
 
 def amnesia_phrase(reply: str) -> str | None:
     """The first amnesia phrase (settings ``AMNESIA_PHRASES``, per language) in ``reply``."""
-    phrases = getattr(settings, "AMNESIA_PHRASES", DEFAULT_AMNESIA_PHRASES)
+    phrases = DEFAULT_AMNESIA_PHRASES if settings.AMNESIA_PHRASES is None else settings.AMNESIA_PHRASES
     folded = re.sub(r"\s+", " ", reply.replace("’", "'")).casefold()
     for language_phrases in phrases.values():
         for phrase in language_phrases:

@@ -9,8 +9,11 @@ Contract of :func:`extract_facts_with_model`:
   way) or for every tenant with ``MEMDESK_LLM_EXTRACTION=1``;
 - the model sees the message **redacted** (``memory.redaction``) and never
   anything else of the tenant's: no secret is sent, and none can come back;
-- one non-streaming ``/api/chat`` request whose ``format`` is a JSON schema
-  (:func:`answer_schema`), so Ollama constrains decoding to it; the answer is
+- one non-streaming model request whose ``format`` is a JSON schema
+  (:func:`answer_schema`), so Ollama constrains decoding to it. Memory does
+  not call the model itself: the caller hands it ``ask`` (a
+  :data:`StructuredAsk`; the chat runtime's is ``chat.llm.structured_answer``),
+  and without one nothing is asked. The answer is
   still validated strictly (:func:`parse_answer`) because a schema-following
   decoder does not stop a model from inventing values. Any failure rejects the
   **whole** answer: not JSON, wrong shape, a key that was not asked for, a type
@@ -35,22 +38,18 @@ inside the turn's database step; see docs/memory-intelligence.md.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, get_args
 
-import httpx
-import ollama
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from chat.models import ChatSession, Message
+from conversations.models import ChatSession, Message
 from memory import services
 from memory.redaction import PLACEHOLDER_RE, redact
 from memory.rules import CONTENT_LIMIT, LIFETIMES, Fact
@@ -62,6 +61,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ALLOWED_KEYS",
+    "StructuredAsk",
     "ModelAnswer",
     "RejectedAnswer",
     "answer_schema",
@@ -69,6 +69,10 @@ __all__ = [
     "is_enabled",
     "parse_answer",
 ]
+
+#: One schema-constrained model request: (system prompt, user prompt, JSON schema of the answer) →
+#: (the model's name, its raw answer text). May raise anything; a failure gives no facts.
+StructuredAsk = Callable[[str, str, dict[str, Any]], tuple[str, str]]
 
 FactKey = Literal["name", "address", "product", "organization", "place"]
 
@@ -146,7 +150,7 @@ def is_enabled(tenant: Tenant) -> bool:
         return flag
     if flag is not None:
         logger.warning("tenant %s: settings[%r] must be true or false; ignored", tenant.pk, SETTING)
-    return bool(getattr(settings, "MEMDESK_LLM_EXTRACTION", False))
+    return settings.MEMDESK_LLM_EXTRACTION
 
 
 def answer_schema(keys: Sequence[str] = ALLOWED_KEYS) -> dict[str, Any]:
@@ -220,15 +224,16 @@ def parse_answer(raw: str, text: str, *, keys: Iterable[str] = ALLOWED_KEYS) -> 
 
 
 def extract_facts_with_model(
-    tenant: Tenant, session: ChatSession, message: Message, rule_facts: Sequence[Fact]
+    tenant: Tenant, session: ChatSession, message: Message, rule_facts: Sequence[Fact], ask: StructuredAsk | None
 ) -> list[Fact]:
-    """The facts the model finds in ``message`` beyond ``rule_facts`` (see the
-    module docstring for the contract). Never raises: a disabled feature, a
-    model failure or a rejected answer all give ``[]``."""
-    if message.role != Message.Role.USER or not is_enabled(tenant):
+    """The facts the model (through ``ask``) finds in ``message`` beyond
+    ``rule_facts`` (see the module docstring for the contract). Never raises:
+    a disabled feature, no ``ask``, a model failure or a rejected answer all
+    give ``[]``."""
+    if ask is None or message.role != Message.Role.USER or not is_enabled(tenant):
         return []
     try:
-        return _extract(tenant, session, message, rule_facts)
+        return _extract(tenant, session, message, rule_facts, ask)
     except RejectedAnswer as exc:
         logger.warning("llm extraction: answer rejected for message %s: %s", message.pk, exc.reason)
     except Exception as exc:  # the model is an optional helper: no failure of it may cost the turn
@@ -236,14 +241,16 @@ def extract_facts_with_model(
     return []
 
 
-def _extract(tenant: Tenant, session: ChatSession, message: Message, rule_facts: Sequence[Fact]) -> list[Fact]:
+def _extract(
+    tenant: Tenant, session: ChatSession, message: Message, rule_facts: Sequence[Fact], ask: StructuredAsk
+) -> list[Fact]:
     text = redact(message.text or "")[:MAX_INPUT_CHARS]
     if not text.strip():
         return []
     keys = [key for key in ALLOWED_KEYS if key not in _known_keys(tenant, session, rule_facts)]
     if not keys:
         return []
-    model, raw = _ask(text, rule_facts, keys)
+    model, raw = ask(SYSTEM_PROMPT, _user_prompt(text, rule_facts, keys), answer_schema(keys))
     answer = parse_answer(raw, text, keys=keys)
     facts: list[Fact] = []
     seen: set[str] = set()
@@ -277,46 +284,23 @@ def _known_keys(tenant: Tenant, session: ChatSession, rule_facts: Sequence[Fact]
     return {fact.key for fact in rule_facts} | live
 
 
-def _ask(text: str, rule_facts: Sequence[Fact], keys: Sequence[str]) -> tuple[str, str]:
-    """One schema-constrained chat request; returns (model, raw answer text)."""
-    from chat.llm import get_llm
-
-    llm = get_llm()
-    # The chat's own context size: a request with another num_ctx makes
-    # Ollama reload the model, which would cost far more than the extraction.
-    # Cached per host and model; the turn has just asked for it.
-    num_ctx = async_to_sync(llm.context_size)()
+def _user_prompt(text: str, rule_facts: Sequence[Fact], keys: Sequence[str]) -> str:
     allowed = "\n".join(f"- {key} (type {KEY_TYPES[key]}): {_KEY_HINTS[key]}" for key in keys)
     found = [{"key": fact.key, "value": redact(fact.value)} for fact in rule_facts]
-    user = (
+    return (
         f"Allowed keys:\n{allowed}\n\n"
         f"Already found (do not repeat): {json.dumps(found, ensure_ascii=False)}\n\n"
         f"Message:\n{text}"
     )
-    response = _client(llm.host, llm.timeout_s).chat(
-        model=llm.model,
-        messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
-        format=answer_schema(keys),
-        stream=False,
-        options={"num_ctx": num_ctx, "temperature": 0},
-    )
-    return llm.model, response.message.content or ""
-
-
-@functools.lru_cache(maxsize=4)
-def _client(host: str, timeout_s: float) -> ollama.Client:
-    """A sync client per (host, timeout), kept for the process: an httpx
-    ``Client`` is thread-safe and bound to no event loop, and building one
-    costs a TLS context (~30 ms of CPU)."""
-    return ollama.Client(host=host, timeout=httpx.Timeout(timeout_s))
 
 
 def _describe(exc: BaseException) -> str:
-    """An exception, for the log, without a body that might echo the prompt."""
-    from chat.llm import LLMError
-
-    if isinstance(exc, LLMError):
-        return f"{exc.code}: {exc.message}"
-    if isinstance(exc, ollama.ResponseError):
-        return f"Ollama answered {exc.status_code}"
+    """An exception, for the log, without a body that might echo the prompt: the model client's own
+    error code and message (they never quote it), else the HTTP status, else the exception's type."""
+    code, message = getattr(exc, "code", None), getattr(exc, "message", None)
+    if isinstance(code, str) and isinstance(message, str):
+        return f"{code}: {message}"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return f"the model answered {status}"
     return type(exc).__name__

@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from chat.models import ChatSession, Message
+from conversations.models import ChatSession, Message
 from tenants.models import EndUser, Tenant
 from tenants.scoping import TenantOwned
 

@@ -38,8 +38,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from chat.access import require_session_id
-from chat.models import ChatSession
+from conversations.access import require_session_id
+from conversations.models import ChatSession
 from memory import embeddings, metrics
 from memory.conversation import TIMELESS_KEYS, is_conversation_key, squash
 from memory.models import MemoryType, MemoryUnit
@@ -110,7 +110,7 @@ class RecallResult:
 
 
 def tuning() -> dict[str, float]:
-    return {**DEFAULT_TUNING, **getattr(settings, "MEMDESK_RECALL", {})}
+    return {**DEFAULT_TUNING, **settings.MEMDESK_RECALL}
 
 
 def _ms(start: float) -> float:
@@ -322,6 +322,7 @@ def _candidate_stage(
     terms: list[str],
     as_of: datetime,
     k: int,
+    trace: dict[str, Any] | None = None,
 ) -> tuple[list[RecallHit], float]:
     knobs = tuning()
     vectors, embed_ms = query_vectors.result()
@@ -338,9 +339,16 @@ def _candidate_stage(
         params[f"q{i}"] = vectors[model]
     for i, term in enumerate(terms):
         params[f"t{i}"] = term
+    sql = _candidate_sql(len(terms), len(models))
     with connection.cursor() as cursor:
-        cursor.execute(_candidate_sql(len(terms), len(models)), params)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
+    if trace is not None:
+        trace["candidate_sql"], trace["candidate_params"] = sql, params
+        trace["candidates"] = [
+            {"id": mid, "similarity": sim, "vector_rank": vrank, "coverage": coverage, "lexical_rank": lrank}
+            for mid, sim, vrank, coverage, lrank in rows
+        ]
     rrf_k = float(knobs["rrf_k"])
     scored: list[tuple[float, Any, float]] = []
     for memory_id, sim, vrank, coverage, lrank in rows:
@@ -612,9 +620,14 @@ def recall(
     k: int = 5,
     record: bool = True,
     embedding: QueryEmbedding | None = None,
+    trace: dict[str, Any] | None = None,
 ) -> RecallResult:
     """Memories for ``query`` visible to ``session`` and valid at ``as_of``. ``embedding``: the query's
-    embedding, started earlier by ``embed_query_soon`` (ignored unless it is this tenant's and query's)."""
+    embedding, started earlier by ``embed_query_soon`` (ignored unless it is this tenant's and query's).
+    ``trace``: a dict that, when given, receives the candidate stage's SQL (``candidate_sql``,
+    ``candidate_params``) and each candidate's per-leg figures before fusion (``candidates``: id,
+    similarity, vector_rank, coverage, lexical_rank; a rank is None where that leg did not return the
+    row), for benchmarks and diagnostics; recall's result does not depend on it."""
     from memory.rewrite import rule_keys
 
     if not 1 <= k <= MAX_K:
@@ -636,7 +649,7 @@ def recall(
 
         start = time.perf_counter()
         terms = list(dict.fromkeys(query_terms(query) + query_terms(embedding.rewritten)))[:16]
-        candidates, embed_ms = _candidate_stage(tenant, session, models, query_vectors, terms, as_of, k)
+        candidates, embed_ms = _candidate_stage(tenant, session, models, query_vectors, terms, as_of, k, trace)
         timings["vector"] = _ms(start)
         timings["embed"] = embed_ms
 

@@ -22,10 +22,10 @@ from django.db.models import Q, QuerySet, Value
 from django.utils import timezone
 from pydantic import ValidationError
 
-from chat.access import require_session_id
-from chat.db import load_models
-from chat.models import ChatSession, Message
+from config.db.sql import load_models
 from config.errors import ApiError, NotFound
+from conversations.access import require_session_id
+from conversations.models import ChatSession, Message
 from memory import embeddings
 from memory.models import (
     MAX_CONTENT,

@@ -1,9 +1,8 @@
 """Request context: who the tenant is, which session, and the RLS scope.
 
-One place sets ``request.tenant`` (from ``Authorization: Bearer <api key>``),
-``request.api_key`` and ``request.chat_session``; views declare what they need
-with ``session_scope`` (``"path"`` or ``"header"``) and the middleware enforces
-``session_id`` with API.md's error codes before the view runs.
+One place sets ``request.tenant`` (from ``Authorization: Bearer <api key>``)
+and ``request.api_key``; ``conversations.middleware`` then resolves the
+session a view declares (``request.chat_session``).
 
 The whole request runs inside ``tenant_db_scope``: PostgreSQL row-level
 security then shows only the caller's tenant (an API key), the staff user's
@@ -22,7 +21,6 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 
-from chat.access import SessionError, resolve_session
 from config.errors import DATABASE_UNAVAILABLE, error_response
 from tenants.models import ApiKey, Membership
 from tenants.rls import tenant_db_scope
@@ -30,14 +28,6 @@ from tenants.rls import tenant_db_scope
 logger = logging.getLogger(__name__)
 
 _TOUCH_EVERY = timedelta(seconds=60)
-
-
-def _view_session_scope(view_func: Any) -> str | None:
-    scope = getattr(view_func, "session_scope", None)
-    if scope is None:
-        view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
-        scope = getattr(view_class, "session_scope", None)
-    return scope
 
 
 class TenantMiddleware:
@@ -58,7 +48,6 @@ class TenantMiddleware:
     def _handle(self, request: HttpRequest) -> HttpResponse:
         request.tenant = None
         request.api_key = None
-        request.chat_session = None
 
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
@@ -114,18 +103,3 @@ class TenantMiddleware:
             return [], True
         ids = list(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
         return ids, False
-
-    def process_view(
-        self, request: HttpRequest, view_func: Any, view_args: tuple, view_kwargs: dict[str, Any]
-    ) -> HttpResponse | None:
-        scope = _view_session_scope(view_func)
-        if scope is None:
-            return None
-        if request.tenant is None:
-            return error_response(401, "authentication_required", "Send 'Authorization: Bearer <api key>'.")
-        raw = view_kwargs.get("session_id") if scope == "path" else request.headers.get("X-Session-ID")
-        try:
-            request.chat_session = resolve_session(request.tenant, raw)
-        except SessionError as exc:
-            return error_response(exc.status, exc.code, exc.message)
-        return None

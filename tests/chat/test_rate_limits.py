@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chat import services
-from chat.access import resolve_session
-from chat.models import Message
+from conversations.access import resolve_session
+from conversations.models import Message
 from tenants.rls import tenant_scope
 from tests.conftest import open_session
 
@@ -148,8 +148,8 @@ def test_storing_a_message_takes_few_round_trips(acme):
 
 def test_a_session_deleted_since_the_turn_began_stores_nothing_and_says_so(acme):
     # given a session resolved by a turn, then deleted (with its messages) before the turn stores anything
-    from chat.access import SessionNotFound
-    from chat.models import ChatSession
+    from conversations.access import SessionNotFound
+    from conversations.models import ChatSession
 
     session = _session(acme, "alice")
     _store(acme, session, "第一条", "c1")

@@ -16,8 +16,8 @@ import pytest
 from django.db import connection
 
 from chat import services
-from chat.models import ChatSession, Message
 from config.embedded_pg import ensure_embedded
+from conversations.models import ChatSession, Message
 from tenants.rls import tenant_scope
 from tests.conftest import open_session
 from tests.fake_ollama import Reply

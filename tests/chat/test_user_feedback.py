@@ -10,8 +10,8 @@ import uuid
 import pytest
 
 from chat import services
-from chat.access import resolve_session
-from chat.models import Message
+from conversations.access import resolve_session
+from conversations.models import Message
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
 from tests.conftest import open_session

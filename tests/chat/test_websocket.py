@@ -9,9 +9,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chat.models import Message
-from chat.session_tokens import issue_token
 from config.asgi import application
+from conversations.models import Message
+from conversations.session_tokens import issue_token
 from tenants.rls import tenant_scope
 from tests.conftest import open_session
 from tests.fake_ollama import Reply

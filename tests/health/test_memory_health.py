@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from chat.models import Message
+from conversations.models import Message
 from memory import health, services
 from memory.models import MemoryUnit
 from tenants.models import Tenant

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.models import Message
+from chat.llm import structured_answer
 from config.env import envbool
+from conversations.models import Message
 from memory import services
 from memory.extraction import extract_and_store
 from memory.llm_extraction import ALLOWED_KEYS, KEY_TYPES, ModelAnswer, answer_schema
@@ -65,7 +66,7 @@ def test_disabled_by_default_no_request_reaches_the_model(acme, session, fake_ol
     message = _message(acme, session)
 
     # when
-    result = extract_and_store(acme.tenant, session, message)
+    result = extract_and_store(acme.tenant, session, message, ask_model=structured_answer)
 
     # then the rule facts are stored and the fake saw nothing at all
     assert fake_ollama.requests == []
@@ -79,7 +80,7 @@ def test_valid_answer_is_stored_as_a_model_extracted_fact(enabled, session, fake
     message = _message(enabled, session)
 
     # when
-    result = extract_and_store(enabled.tenant, session, message)
+    result = extract_and_store(enabled.tenant, session, message, ask_model=structured_answer)
 
     # then the place is stored beside the rule fact, linked to its message, marked as the model's
     live = _live(enabled)
@@ -104,7 +105,7 @@ def test_request_is_schema_constrained_and_carries_no_secret(enabled, session, f
     message = _message(enabled, session)
 
     # when
-    extract_and_store(enabled.tenant, session, message)
+    extract_and_store(enabled.tenant, session, message, ask_model=structured_answer)
 
     # then one non-streaming request, the chat's own num_ctx, the schema as `format`
     [body] = fake_ollama.chat_requests
@@ -165,7 +166,7 @@ def test_invalid_answer_is_rejected_logged_and_nothing_of_it_stored(
 
     # when
     with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
-        result = extract_and_store(enabled.tenant, session, message)
+        result = extract_and_store(enabled.tenant, session, message, ask_model=structured_answer)
 
     # then the answer is dropped whole, the rule fact is stored, the log says why and quotes nothing
     assert len(fake_ollama.chat_requests) == 1
@@ -185,7 +186,7 @@ def test_one_bad_fact_rejects_the_whole_answer(enabled, session, fake_ollama):
     fake_ollama.script(Reply.content({"facts": [PLACE, hallucinated]}))
 
     # when
-    extract_and_store(enabled.tenant, session, _message(enabled, session))
+    extract_and_store(enabled.tenant, session, _message(enabled, session), ask_model=structured_answer)
 
     # then
     assert set(_live(enabled)) == {"phone"}
@@ -206,7 +207,7 @@ def test_model_failure_never_fails_the_turn(enabled, session, fake_ollama, setti
 
     # when
     with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
-        extract_and_store(enabled.tenant, session, _message(enabled, session))
+        extract_and_store(enabled.tenant, session, _message(enabled, session), ask_model=structured_answer)
 
     # then the rule facts are stored and the failure is logged
     assert set(_live(enabled)) == {"phone"}
@@ -220,7 +221,7 @@ def test_model_host_down_still_stores_the_rule_facts(enabled, session, settings,
 
     # when
     with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
-        result = extract_and_store(enabled.tenant, session, _message(enabled, session))
+        result = extract_and_store(enabled.tenant, session, _message(enabled, session), ask_model=structured_answer)
 
     # then
     assert set(_live(enabled)) == {"phone"}
@@ -237,8 +238,8 @@ def test_deployment_switch_enables_it_and_a_tenant_can_opt_out(acme, globex, ses
     fake_ollama.script(Reply.content({"facts": [PLACE]}))
 
     # when
-    extract_and_store(acme.tenant, session, _message(acme, session))
-    extract_and_store(globex.tenant, globex_session, _message(globex, globex_session))
+    extract_and_store(acme.tenant, session, _message(acme, session), ask_model=structured_answer)
+    extract_and_store(globex.tenant, globex_session, _message(globex, globex_session), ask_model=structured_answer)
 
     # then only acme's message went to the model
     assert len(fake_ollama.chat_requests) == 1
@@ -251,7 +252,7 @@ def test_agent_messages_are_not_sent(enabled, session, fake_ollama):
     reply = _message(enabled, session, text="您好，国贸店的快递今天到。", role=Message.Role.ASSISTANT)
 
     # when
-    extract_and_store(enabled.tenant, session, reply)
+    extract_and_store(enabled.tenant, session, reply, ask_model=structured_answer)
 
     # then
     assert fake_ollama.requests == []
@@ -270,7 +271,12 @@ def test_model_never_replaces_a_live_memory(enabled, session, fake_ollama, caplo
 
     # when the model is asked, and answers for the key anyway
     with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
-        extract_and_store(enabled.tenant, session, _message(enabled, session, text="我帮我妈妈王芳问一下国贸店的事"))
+        extract_and_store(
+            enabled.tenant,
+            session,
+            _message(enabled, session, text="我帮我妈妈王芳问一下国贸店的事"),
+            ask_model=structured_answer,
+        )
 
     # then the name was not asked for, and the answer is rejected
     [body] = fake_ollama.chat_requests

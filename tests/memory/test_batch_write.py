@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chat.models import Message
 from config.errors import ApiError
+from conversations.models import Message
 from memory import embeddings, services
 from memory.extraction import extract_and_store
 from memory.models import MemoryEvent, MemoryUnit

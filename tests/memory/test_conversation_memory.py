@@ -87,7 +87,7 @@ def _memories(ctx: TenantCtx, **filters: Any) -> list[Any]:
 
 
 def _messages(ctx: TenantCtx, sid: str) -> list[Any]:
-    from chat.models import Message
+    from conversations.models import Message
     from tenants.rls import tenant_scope
 
     with tenant_scope(ctx.tenant):
@@ -196,7 +196,7 @@ def test_a_turn_killed_after_its_reply_loses_no_memory_once_the_worker_sweeps(ac
             django.setup()
             from django.conf import settings
             settings.OLLAMA_HOST = {fake_ollama.host!r}
-            from chat.models import ChatSession
+            from conversations.models import ChatSession
             from chat.services import run_turn
             from tenants.models import Tenant
             from tenants.rls import tenant_scope

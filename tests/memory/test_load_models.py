@@ -1,11 +1,11 @@
-"""chat.db.load_models: rows of hand-written SQL as model instances, as ``raw()`` gives them."""
+"""config.db.sql.load_models: rows of hand-written SQL as model instances, as ``raw()`` gives them."""
 
 from __future__ import annotations
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from chat.db import load_models
+from config.db.sql import load_models
 from memory import services
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope

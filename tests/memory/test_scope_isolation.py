@@ -36,7 +36,7 @@ def test_same_end_user_id_in_two_tenants_stays_apart(acme, globex):
 
 
 def test_a_session_of_another_tenant_is_refused_by_the_guard(acme, globex):
-    from chat.access import SessionNotFound
+    from conversations.access import SessionNotFound
 
     g = open_session_obj(globex, "x")
     with pytest.raises(SessionNotFound):

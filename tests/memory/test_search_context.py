@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat.models import Message
+from conversations.models import Message
 from memory import embeddings, services
 from memory.extraction import extract_and_store
 from memory.models import MemoryUnit

@@ -1,11 +1,11 @@
-"""chat.access.require_session_id: every scoped service function refuses a call without an explicit session
+"""conversations.access.require_session_id: every scoped service function refuses a call without an explicit session
 of the caller's own tenant, however the arguments are passed."""
 
 from __future__ import annotations
 
 import pytest
 
-from chat.access import SessionIdRequired, SessionNotFound
+from conversations.access import SessionIdRequired, SessionNotFound
 from memory.services import visible_memories
 from tests.memory.conftest import open_session_obj
 

@@ -15,8 +15,9 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat.models import Batch, Message, Tool
+from chat.models import Batch, Tool
 from config.text_input import MAX_JSON_DEPTH, InvalidJson, clean_json, clean_text, json_too_deep, loads_bounded
+from conversations.models import Message
 from memory.models import MemoryUnit
 from tenants.models import EndUser
 from tenants.rls import tenant_scope

@@ -70,7 +70,7 @@ def test_app_role_is_not_a_superuser(db):
 
 
 def test_orm_refuses_unscoped_queries(two_tenants_with_sessions):
-    from chat.models import ChatSession
+    from conversations.models import ChatSession
     from tenants.models import EndUser
 
     with pytest.raises(UnscopedQueryError):

@@ -6,7 +6,7 @@ import uuid
 
 from django.utils import timezone
 
-from chat.models import ChatSession
+from conversations.models import ChatSession
 from tenants.rls import tenant_scope
 from tests.conftest import open_session
 

@@ -11,7 +11,8 @@ import pytest
 from django.db import connections
 from rest_framework.test import APIClient
 
-from chat.models import ExecutionContext, Message
+from chat.models import ExecutionContext
+from conversations.models import Message
 from tenants.rls import tenant_scope
 from tests.conftest import open_session
 from tests.fake_ollama import Reply

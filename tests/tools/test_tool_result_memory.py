@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import Message
+from conversations.models import Message
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope
 from tests.conftest import open_session

@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 
 from django.utils import timezone
 
-from chat.models import ChatSession
 from config.errors import ApiError
+from conversations.models import ChatSession
 from tenants.models import Tenant
+from tenants.rls import tenant_scope
 
 
 class SessionError(ApiError):
@@ -56,8 +57,6 @@ def parse_session_id(raw: str | None) -> uuid.UUID:
 def resolve_session(tenant: Tenant, raw: str | None, *, allow_closed: bool = False) -> ChatSession:
     """The tenant's live session with this id. Another tenant's session is
     reported exactly like a missing one: existence is not revealed."""
-    from tenants.rls import tenant_scope
-
     session_id = parse_session_id(raw)
     with tenant_scope(tenant):
         session = (

@@ -1,0 +1,119 @@
+"""The conversation record every layer above shares: sessions and their messages.
+
+They sit below ``memory`` and ``chat`` (docs/architecture.md): memories point at their session and source
+message, the chat runtime writes turns into them. The tables keep the names they had when they lived in
+the ``chat`` app (``chat_chatsession``, ``chat_message``): moving the models moved no data.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from tenants.models import EndUser, Tenant
+from tenants.scoping import TenantOwned
+
+
+def _default_expiry():  # noqa: ANN202 - Django default callable
+    return timezone.now() + timedelta(seconds=settings.SESSION_TOKEN_TTL_S)
+
+
+class ChatSession(TenantOwned):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="sessions")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_activity_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(default=_default_expiry)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    topic = models.CharField(max_length=200, blank=True, default="")
+    context_reset_pending = models.BooleanField(
+        default=False, help_text="A topic switch was detected; the next prompt carries <|context_reset|>."
+    )
+    empty_recall_streak = models.PositiveIntegerField(
+        default=0, help_text="Consecutive turns where neither the rule nor the vector stage found anything."
+    )
+    amnesia_alerted = models.BooleanField(
+        default=False, help_text="An amnesia alert fired during the current empty-recall streak."
+    )
+
+    class Meta(TenantOwned.Meta):
+        db_table = "chat_chatsession"
+        indexes = [models.Index(fields=["tenant", "end_user", "-created_at"], name="session_by_user")]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+    @property
+    def session_id(self) -> uuid.UUID:
+        return self.id
+
+    def is_live(self, now=None) -> bool:  # noqa: ANN001
+        now = now or timezone.now()
+        return self.status == self.Status.OPEN and self.expires_at > now
+
+
+class Message(TenantOwned):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    class Status(models.TextChoices):
+        COMPLETE = "complete", "Complete"
+        PARTIAL = "partial", "Partial (stream interrupted)"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    text = models.TextField()
+    client_msg_id = models.CharField(max_length=100, null=True, blank=True)
+    reply_to = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.COMPLETE)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    seq = models.PositiveIntegerField(default=0, editable=False, help_text="Order within the session.")
+    #: When the message's conversation units were written (memory.conversation); NULL until then, so a
+    #: process that died between the reply and the write leaves the message for ``index_pending``.
+    memory_indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    #: Until when a running turn answers this user message (a message with a ``client_msg_id`` only): a
+    #: retry with that id meanwhile waits for the turn's reply instead of calling the model a second time.
+    #: The running turn renews it; a turn that failed clears it, one whose process died lets it lapse.
+    turn_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta(TenantOwned.Meta):
+        db_table = "chat_message"
+        ordering = ["seq"]
+        indexes = [
+            models.Index(fields=["session", "seq"], name="message_by_session"),
+            # The per-tenant rate limit reads the tenant's user messages of the last minute.
+            models.Index(fields=["tenant", "created_at"], name="message_user_recent", condition=models.Q(role="user")),
+            # The messages still to index (memory.conversation.index_pending): few at any time.
+            models.Index(
+                fields=["tenant", "created_at"],
+                name="message_unindexed",
+                condition=models.Q(memory_indexed_at__isnull=True, role__in=["user", "assistant"]),
+            ),  # fmt: skip
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "client_msg_id"],
+                condition=models.Q(client_msg_id__isnull=False),
+                name="uniq_client_msg_id",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text[:40]}"
