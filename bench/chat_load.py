@@ -78,16 +78,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
     REPO_ROOT,
+    child_pids,
     cpu_shares,
     cpu_ticks,
     log,
     machine_info,
     now_iso,
+    pid_cpu_s,
     setup_django,
     summarise,
     table,
+    tree_cpu_s,
     write_result,
 )
+from bench.common import make_tenant as common_make_tenant  # noqa: E402
 
 DB = "memdesk_bench_chat"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/13"
@@ -165,15 +169,8 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def make_tenant() -> str:
-    from tenants.services import do_create_tenant
-
-    slug = f"load-{random.randrange(10**8)}"
-    provisioned = do_create_tenant(slug, slug)
-    # The load is one tenant's; lift its per-minute limits so they do not cap the figures.
-    limits = {"per_session_per_minute": 10_000, "per_tenant_per_minute": 1_000_000}
-    provisioned.tenant.settings = {"rate_limits": limits}
-    provisioned.tenant.save(update_fields=["settings"])
-    return provisioned.api_key
+    """A fresh tenant's API key: the load is one tenant's, with its per-minute limits lifted."""
+    return common_make_tenant(f"load-{random.randrange(10**8)}").api_key
 
 
 # --- the server's own view of its turns ---------------------------------------------------------------------
@@ -233,47 +230,12 @@ def histogram_summary(before: dict[str, Any], after: dict[str, Any]) -> dict[str
 
 # --- server CPU -------------------------------------------------------------------------------------------
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _proc_stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, own CPU seconds) of a live process, from /proc."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _proc_stat(int(entry.name))
-            if stat is not None and stat[0] == pid:
-                kids.append(int(entry.name))
-    return kids
-
-
-def _process_cpu_s(pid: int) -> float:
-    """CPU seconds so far of one process (0 once it is gone)."""
-    stat = _proc_stat(pid)
-    return stat[1] if stat is not None else 0.0
-
 
 def server_cpu_s(server_pid: int) -> tuple[float, float]:
     """CPU seconds so far of the uvicorn process tree, and of the PostgreSQL
     backends serving the benchmark database (other databases on the shared
     embedded server are left out)."""
-    python = 0.0
-    todo = [server_pid]
-    while todo:
-        pid = todo.pop()
-        stat = _proc_stat(pid)
-        if stat is not None:
-            python += stat[1]
-            todo += _children(pid)
+    python = tree_cpu_s(server_pid)
     from django.conf import settings
 
     postgres = 0.0
@@ -281,10 +243,10 @@ def server_cpu_s(server_pid: int) -> tuple[float, float]:
         postmaster = int((Path(settings.EMBEDDED_PG_DIR) / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return python, postgres
-    for pid in _children(postmaster):
+    for pid in child_pids(postmaster):
         try:
             if f" {DB} " in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "):
-                postgres += (_proc_stat(pid) or (0, 0.0))[1]
+                postgres += pid_cpu_s(pid)
         except OSError:
             continue
     return python, postgres
@@ -549,7 +511,7 @@ async def load(
     load_before = os.getloadavg()[0]
     machine_before = cpu_ticks()
     client_cpu_before = time.process_time()  # this process: the clients (and the fake Ollama when in-process)
-    fake_cpu_before = _process_cpu_s(fake_pid) if fake_pid else 0.0
+    fake_cpu_before = pid_cpu_s(fake_pid) if fake_pid else 0.0
     cpu_before = server_cpu_s(server_pid) if server_pid else (0.0, 0.0)
     started = time.perf_counter()
     if clock is not None:
@@ -568,7 +530,7 @@ async def load(
     machine_cpu = cpu_shares(machine_before, cpu_ticks())
     cpu_after = server_cpu_s(server_pid) if server_pid else None
     client_cpu = time.process_time() - client_cpu_before
-    fake_cpu = _process_cpu_s(fake_pid) - fake_cpu_before if fake_pid else None
+    fake_cpu = pid_cpu_s(fake_pid) - fake_cpu_before if fake_pid else None
     python_cpu = cpu_after[0] - cpu_before[0] if cpu_after else None
     postgres_cpu = cpu_after[1] - cpu_before[1] if cpu_after else None
     cpu = python_cpu + postgres_cpu if cpu_after else None

@@ -16,9 +16,8 @@ asked where a returning customer's are answered.
   top-k hits, averaged over questions — overall and per category/kind; hit@5 — the share of questions with at
   least one of them in the top 5. With ``stale_turns``: *stale served* — the share of those questions where a
   stale turn is in the top 5 ranked above every answer turn (or no answer turn is in the top 5).
-- **Baseline**: Okapi BM25 (k1=1.5, b=0.75; ``bench/locomo_recall.py``'s) over the raw dataset turns of the
-  same end user; English as ``locomo_recall.words`` tokenises it, Chinese segmented with jieba as
-  ``memory.text`` does (``segment`` for turns, ``query_terms`` for questions).
+- **Baseline**: Okapi BM25 with the product's k1 and b (``bench/retrieval.py``) over the raw dataset turns of
+  the same end user, tokenised as ``memory.text`` does (``segment`` for turns, ``query_terms`` for questions).
 - **Storage**: rows of ``memory_memoryunit``, ``memory_memoryevent`` and ``chat_message`` of this run's
   tenants, with ``sum(pg_column_size(row))`` (row data as stored, compressed values compressed, no indexes),
   and the growth of ``pg_total_relation_size`` (heap, TOAST and indexes; the database is this run's alone), per
@@ -95,6 +94,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import locomo_recall  # noqa: E402
+import retrieval  # noqa: E402
 
 DB_NAME = "memdesk_bench_chat_memory"
 ZH_CS_DATA = common.BENCH_DIR / "data" / "zh_cs_memory.json"
@@ -109,8 +109,6 @@ STALE_K = 5
 ACK = {"en": "OK.", "zh": "好的。"}
 #: The user message sent before an agent turn that has no user turn before it.
 FILLER = {"en": "Hi.", "zh": "你好。"}
-#: Limits raised so that no benchmark turn is refused with 429 (the defaults are 60 and 600 a minute).
-RATE_LIMITS = {"per_session_per_minute": 100_000, "per_tenant_per_minute": 1_000_000}
 #: Turns per block of the per-dialogue trend of run_turn's time.
 TREND_BLOCK = 500
 
@@ -577,20 +575,11 @@ def _exchanges(session: Session, language: str) -> list[tuple[str, str | None, s
 
 
 def make_tenant(slug: str, language: str) -> Any:
-    from tenants.services import do_create_tenant
-
-    tenant = do_create_tenant(slug, slug, language=language).tenant
-    tenant.settings = {**(tenant.settings or {}), "rate_limits": dict(RATE_LIMITS)}
-    tenant.save(update_fields=["settings"])
-    return tenant
+    return common.make_tenant(slug, language=language).tenant
 
 
 def open_session(tenant: Any, end_user: str, metadata: dict[str, Any]) -> Any:
-    from chat.sessions import do_open_session
-    from tenants.rls import tenant_scope
-
-    with tenant_scope(tenant):
-        return do_open_session(tenant, end_user, {"benchmark": "chat_memory", **metadata}).session
+    return common.open_session(tenant, end_user, {"benchmark": "chat_memory", **metadata})
 
 
 async def _ingest(ing: Ingested, sessions: list[Any], fake: FakeModel, llm: Any, progress: Callable[[], None]) -> None:
@@ -734,28 +723,17 @@ class Scores:
         }
 
 
-def _tokens(text: str) -> list[str]:
-    from memory.text import has_cjk, segment
-
-    return segment(text) if has_cjk(text) else locomo_recall.words(text)
-
-
-def _query_tokens(text: str) -> list[str]:
-    from memory.text import has_cjk, query_terms
-
-    return query_terms(text) if has_cjk(text) else locomo_recall.words(text)
-
-
 def bm25_baseline(dataset: Dataset) -> Scores:
     """Okapi BM25 over each end user's raw dataset turns (what the dataset says, not what was stored)."""
     scores = Scores()
     indexes = []
     for dialogue in dataset.dialogues:
         turns = dialogue.turns()
-        indexes.append((locomo_recall.BM25([_tokens(t.text) for t in turns]), [t.id for t in turns]))
+        indexes.append((retrieval.BM25([retrieval.doc_tokens(t.text) for t in turns]), [t.id for t in turns]))
     for index, question in dataset.asked:
         bm25, ids = indexes[index]
-        scores.add(question, locomo_recall.rank_by(bm25.scores(_query_tokens(question.text)), ids)[:RECALL_K])
+        ranked = retrieval.rank_by(bm25.scores(retrieval.query_tokens(question.text)), ids)
+        scores.add(question, ranked[:RECALL_K])
     return scores
 
 
@@ -937,7 +915,7 @@ def main() -> None:
             "dataset_turns": n_turns,
             "questions": len(dataset.asked),
         },
-        "setup": {"k": RECALL_K, "record": False, "rate_limits": RATE_LIMITS, "ack": ACK, "filler": FILLER},
+        "setup": {"k": RECALL_K, "record": False, "rate_limits": common.RATE_LIMITS, "ack": ACK, "filler": FILLER},
     }
 
     fake = FakeModel()
@@ -1011,7 +989,7 @@ def main() -> None:
         settings.MEMDESK_RECALL = knobs  # a declared setting: what an operator would set
         common.log(f"questions again with MEMDESK_RECALL={knobs}")
         variants.append((knobs, ask(dataset, ingested).scores.summary()))
-        del settings.MEMDESK_RECALL
+        settings.MEMDESK_RECALL = {}
     results["knob_variants"] = [{"knobs": knobs, "scores": summary} for knobs, summary in variants]
     if dataset.name == "scale":
         large, small = (asked.wall_ms[d.id] for d in dataset.dialogues)

@@ -4,7 +4,11 @@
   embedded PostgreSQL (``memdesk_bench_*``, created from ``template1``, which
   carries the ``vector`` extension) so a run never touches the dev data, and
   migrates it.
-- :class:`Timer`, :func:`percentile`, :func:`summarise` for latency figures.
+- :func:`make_tenant` and :func:`open_session`: the one tenant set-up (rate limits lifted so no benchmark
+  turn is refused with 429).
+- :class:`Timer`, :func:`percentile`, :func:`summarise` for latency figures; :func:`pid_cpu_s`,
+  :func:`tree_cpu_s`, :func:`backend_cpu_s` for CPU time (a process, a process tree, this connection's
+  PostgreSQL backend).
 - :func:`machine_info` for the record (CPU, cores, RAM, Python, PostgreSQL,
   pgvector), :func:`git_state` (commit, dirty files) and :func:`write_result` for
   ``bench/out/<name>.json``.
@@ -93,6 +97,31 @@ def pg_versions() -> dict[str, str]:
     return {"postgresql": server, "pgvector": row[0] if row else "missing"}
 
 
+#: Per-minute limits high enough that no benchmark turn is refused with 429 (the defaults are 60 and 600).
+RATE_LIMITS = {"per_session_per_minute": 100_000, "per_tenant_per_minute": 1_000_000}
+
+
+def make_tenant(slug: str, *, language: str = "zh", settings: dict[str, Any] | None = None) -> Any:
+    """A tenant made by the product's own service (``do_create_tenant``), with ``RATE_LIMITS`` and
+    ``settings`` merged into its settings; the returned ``Provisioned`` carries ``tenant`` and ``api_key``."""
+    from tenants.services import do_create_tenant
+
+    provisioned = do_create_tenant(slug, slug, language=language)
+    tenant = provisioned.tenant
+    tenant.settings = {**(tenant.settings or {}), "rate_limits": dict(RATE_LIMITS), **(settings or {})}
+    tenant.save(update_fields=["settings"])
+    return provisioned
+
+
+def open_session(tenant: Any, end_user: str, metadata: dict[str, Any] | None = None) -> Any:
+    """A chat session of ``end_user`` opened by the product's own service, as the REST API opens one."""
+    from chat.sessions import do_open_session
+    from tenants.rls import tenant_scope
+
+    with tenant_scope(tenant):
+        return do_open_session(tenant, end_user, metadata or {}).session
+
+
 # --- timing -----------------------------------------------------------------------------------------------
 
 
@@ -132,6 +161,57 @@ def summarise(values: Iterable[float]) -> dict[str, float]:
         "p99": round(percentile(data, 99), 3),
         "max": round(max(data), 3),
     }
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, own CPU seconds: user + system) of a live process, from /proc."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def child_pids(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat is not None and stat[0] == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def pid_cpu_s(pid: int) -> float:
+    """CPU seconds so far of one process (0 once it is gone)."""
+    stat = _proc_stat(pid)
+    return stat[1] if stat is not None else 0.0
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds so far of a process and its live descendants."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        stat = _proc_stat(current)
+        if stat is not None:
+            total += stat[1]
+            todo += child_pids(current)
+    return total
+
+
+def backend_cpu_s() -> float:
+    """CPU seconds so far of this thread's PostgreSQL backend (the embedded server runs on this machine)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    return pid_cpu_s(pid)
 
 
 # --- machine and output -----------------------------------------------------------------------------------

@@ -23,10 +23,10 @@ For each conversation: one tenant, one end user, one session.
 
 Each QA item's question goes through ``memory.recall.recall(…, k=10)``; evidence recall@k is the fraction of the
 item's evidence turns among the top-k memories' turns. Categories 1–4 together and per category; 5 (adversarial)
-separately. Baselines over the raw turns ("Speaker: text"): Okapi BM25 (k1=1.5, b=0.75; lowercase words, no
-stemming), MiniLM cosine, and their equal-weight RRF (k=60). The fusion knobs (``settings.MEMDESK_RECALL``) are
-tuned on one half of the conversations (even indexes) and reported on the other (odd indexes). Diagnostics
-capture each leg's candidate rows from the real recall (its connection wrapped in-process). Only the default-knob
+separately. Baselines over the raw turns ("Speaker: text"), on the product's tokens and parameters
+(``bench/retrieval.py``): BM25, MiniLM cosine, and their fusion as recall fuses. The fusion knobs
+(``settings.MEMDESK_RECALL``) are tuned on one half of the conversations (even indexes) and reported on the other
+(odd indexes). Diagnostics read each leg's candidates from recall's own ``trace``. Only the default-knob
 pass in turns mode is timed (real query embedding, ``record=True``); the other passes reuse batch-computed query
 vectors.
 
@@ -41,13 +41,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,6 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+import retrieval  # noqa: E402
 
 DB_NAME = "memdesk_bench_locomo"
 DATA = Path("/work/shared/bench/locomo10.json")
@@ -228,13 +226,8 @@ class Store:
 
 
 def open_store(slug: str, conv: Conversation) -> Store:
-    from chat.sessions import do_open_session
-    from tenants.rls import tenant_scope
-    from tenants.services import do_create_tenant
-
-    tenant = do_create_tenant(slug, language="en").tenant
-    with tenant_scope(tenant):
-        session = do_open_session(tenant, "locomo-user", {"benchmark": "locomo", "sample_id": conv.sample_id}).session
+    tenant = common.make_tenant(slug, language="en").tenant
+    session = common.open_session(tenant, "locomo-user", {"benchmark": "locomo", "sample_id": conv.sample_id})
     return Store(conv, tenant, session)
 
 
@@ -280,7 +273,7 @@ def ingest_pipeline(
 ) -> Store:
     """Messages through ``extract_and_store``, then the same turn units (their embeddings are reused; the
     batch-embedding time measured in turns mode is added to this mode's ingest time)."""
-    from chat.models import Message
+    from conversations.models import Message
     from memory.extraction import extract_and_store
     from memory.models import MemoryUnit
     from tenants.rls import tenant_scope
@@ -369,155 +362,64 @@ def scorable(conv: Conversation) -> list[QA]:
 
 # --- baselines -----------------------------------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-class BM25:
-    """Okapi BM25 (k1=1.5, b=0.75) with the non-negative idf ln(1 + (N − n + 0.5)/(n + 0.5))."""
-
-    def __init__(self, docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.tfs = [Counter(d) for d in docs]
-        self.lens = [len(d) for d in docs]
-        self.avg = sum(self.lens) / max(1, len(docs))
-        df: Counter[str] = Counter()
-        for tf in self.tfs:
-            df.update(tf.keys())
-        n = len(docs)
-        self.idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
-
-    def scores(self, query: list[str]) -> list[float]:
-        out = []
-        for tf, length in zip(self.tfs, self.lens, strict=True):
-            norm = self.k1 * (1 - self.b + self.b * length / self.avg)
-            s = 0.0
-            for w in query:
-                f = tf.get(w)
-                if f:
-                    s += self.idf[w] * f * (self.k1 + 1) / (f + norm)
-            out.append(s)
-        return out
-
-
-def rank_by(scores: list[float], ids: list[str]) -> list[str]:
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    return [ids[i] for i in order]
-
-
-def rrf(rankings: list[list[str]], weights: list[float], k: float = 60) -> list[str]:
-    fused: dict[str, float] = defaultdict(float)
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, item in enumerate(ranking[:50], start=1):
-            fused[item] += weight / (k + rank)
-    return [item for item, _ in sorted(fused.items(), key=lambda x: (-x[1], x[0]))]
-
 
 def run_baselines(convs: list[Conversation], qvecs: dict[str, Any]) -> dict[str, Scores]:
     import numpy as np
 
     from memory import embeddings
 
-    out = {"bm25": Scores(), "minilm": Scores(), "rrf_equal": Scores()}
+    out = {"bm25": Scores(), "minilm": Scores(), "rrf": Scores()}
     for conv in convs:
         ids = [t.dia_id for t in conv.turns]
-        bm25 = BM25([words(f"{t.speaker} {t.text}") for t in conv.turns])
+        bm25 = retrieval.BM25([retrieval.doc_tokens(f"{t.speaker} {t.text}") for t in conv.turns])
         tvecs = embeddings.embed([f"{t.speaker}: {t.text}" for t in conv.turns], batch_size=64)
         for q in scorable(conv):
             qv = np.asarray(qvecs[q.question])
-            r_bm25 = rank_by(bm25.scores(words(q.question)), ids)
+            r_bm25 = retrieval.rank_by(bm25.scores(retrieval.query_tokens(q.question)), ids)
             r_vec = [ids[i] for i in np.argsort(-(tvecs @ qv), kind="stable")]
             out["bm25"].add(q.category, r_bm25, q.evidence)
             out["minilm"].add(q.category, r_vec, q.evidence)
-            out["rrf_equal"].add(q.category, rrf([r_bm25, r_vec], [1.0, 1.0]), q.evidence)
+            out["rrf"].add(q.category, retrieval.rrf(r_vec, r_bm25), q.evidence)
     return out
 
 
 # --- product recall ------------------------------------------------------------------------------------------
 
 
-class EmbedCache:
-    """Wraps ``memory.embeddings.embed_one`` so untimed passes (the tuning grid) do not re-embed the same
-    question; ``prefill`` embeds the questions in one batch. Timed passes use the real function."""
+class QueryCache:
+    """Query embeddings computed once, in batches, and handed to ``recall(embedding=…)`` so that untimed passes
+    (the tuning grid) do not embed the same question again; the timed pass embeds each query itself."""
 
     def __init__(self) -> None:
+        self.vectors: dict[tuple[str, str], str] = {}
+
+    def prefill(self, tenant: Any, questions: list[str]) -> None:
         from memory import embeddings
+        from memory.models import MemoryType
+        from memory.recall import _vector_literal
+        from memory.rewrite import rewrite_query
 
-        self.module = embeddings
-        self.original = embeddings.embed_one
-        self.cache: dict[tuple[str, str, str], Any] = {}
+        for model in embeddings.models_for(tenant, MemoryType.values):
+            todo = [
+                t for t in dict.fromkeys(rewrite_query(q).text for q in questions) if (t, model) not in self.vectors
+            ]
+            for text, vector in zip(todo, embeddings.embed(todo, model=model, kind="query"), strict=True):
+                self.vectors[(text, model)] = _vector_literal(vector)
 
-    def prefill(self, texts: list[str], *, model: str, kind: str = "query") -> None:
-        todo = [t for t in dict.fromkeys(texts) if (t, model, kind) not in self.cache]
-        for text, vector in zip(todo, self.module.embed(todo, model=model, kind=kind), strict=True):
-            self.cache[(text, model, kind)] = vector
+    def embedding(self, tenant: Any, question: str) -> Any:
+        """A ``QueryEmbedding`` already done, as ``recall`` gets one from ``embed_query_soon``."""
+        from concurrent.futures import Future
 
-    def __enter__(self) -> EmbedCache:
-        def cached(text: str, *, model: str = self.module.DEFAULT_MODEL, kind: str = "passage") -> Any:
-            key = (text, model, kind)
-            if key not in self.cache:
-                self.cache[key] = self.original(text, model=model, kind=kind)
-            return self.cache[key]
+        from memory import embeddings
+        from memory.models import MemoryType
+        from memory.recall import QueryEmbedding
+        from memory.rewrite import rewrite_query
 
-        self.module.embed_one = cached
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.module.embed_one = self.original
-
-
-class CapturingConnection:
-    """Stands in for ``memory.recall.connection`` to keep the candidate rows recall fetched (per-leg ranks)."""
-
-    def __init__(self, real: Any) -> None:
-        self._real = real
-        self.rows: list[Any] | None = None
-
-    def cursor(self) -> Any:
-        return _CapturingCursor(self, self._real.cursor())
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-
-class _CapturingCursor:
-    def __init__(self, owner: CapturingConnection, cursor: Any) -> None:
-        self._owner, self._cursor = owner, cursor
-
-    def __enter__(self) -> _CapturingCursor:
-        self._cursor.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self._cursor.__exit__(*exc)
-
-    def fetchall(self) -> list[Any]:
-        rows = self._cursor.fetchall()
-        self._owner.rows = rows
-        return rows
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cursor, name)
-
-
-@contextmanager
-def patched_recall(*, sql_builder: Any = None, capture: CapturingConnection | None = None) -> Iterator[None]:
-    """Run the real ``memory.recall.recall`` with its candidate SQL replaced (experiments) and/or its
-    connection wrapped (diagnostics). ``memory/recall.py`` is not edited; everything else is the product's."""
-    import memory.recall as product
-
-    original_sql, original_connection = product._candidate_sql, product.connection
-    if sql_builder is not None:
-        product._candidate_sql = sql_builder(original_sql)
-    if capture is not None:
-        product.connection = capture
-    try:
-        yield
-    finally:
-        product._candidate_sql, product.connection = original_sql, original_connection
+        rewritten = rewrite_query(question).text
+        models = embeddings.models_for(tenant, MemoryType.values)
+        done: Future[tuple[dict[str, str], float]] = Future()
+        done.set_result(({m: self.vectors[(rewritten, m)] for m in models}, 0.0))
+        return QueryEmbedding(tenant.pk, question, rewritten, models, done)
 
 
 def run_recall(
@@ -527,9 +429,11 @@ def run_recall(
     timed: bool = False,
     cats: tuple[int, ...] = (1, 2, 3, 4, 5),
     on_result: Any = None,
+    queries: QueryCache | None = None,
 ) -> tuple[Scores, dict[str, Any]]:
     """Every scorable question of ``stores`` through ``memory.recall.recall(…, k=10)`` with
-    ``settings.MEMDESK_RECALL = tuning`` (``None``: the product's default)."""
+    ``settings.MEMDESK_RECALL = tuning`` (``None``: the product's default); ``queries``: embeddings computed
+    beforehand; ``on_result(store, question, result, trace)`` sees recall's trace (per-leg candidates)."""
     from django.conf import settings
 
     from memory.recall import recall
@@ -546,20 +450,20 @@ def run_recall(
             for q in scorable(store.conv):
                 if q.category not in cats:
                     continue
-                result = recall(store.tenant, store.session, q.question, k=10, record=timed)
+                trace: dict[str, Any] = {}
+                embedding = queries.embedding(store.tenant, q.question) if queries is not None else None
+                result = recall(
+                    store.tenant, store.session, q.question, k=10, record=timed, embedding=embedding, trace=trace
+                )
                 ranked = [store.dia_of.get(h.memory.pk, "?") for h in result.hits]
                 rule_hits += sum(1 for h in result.hits if h.stage == "rule")
                 scores.add(q.category, ranked, q.evidence)
                 if on_result is not None:
-                    on_result(store, q, result)
+                    on_result(store, q, result, trace)
                 totals.append(result.timings_ms.get("total", 0.0))
                 embeds.append(result.timings_ms.get("embed", 0.0))
     finally:
-        if previous is None:
-            if hasattr(settings, "MEMDESK_RECALL"):
-                del settings.MEMDESK_RECALL
-        else:
-            settings.MEMDESK_RECALL = previous
+        settings.MEMDESK_RECALL = previous if previous is not None else {}
     latency = {
         "total_ms": common.summarise(totals),
         "embed_ms": common.summarise(embeds),
@@ -634,7 +538,6 @@ def main() -> None:
             "default_tuning": DEFAULT_TUNING,
             "embedding_model": embeddings.model_for(None, "fact_reference"),
         },
-        "references_measured_earlier": {"bm25_R@5": 0.50, "minilm_R@5": 0.37, "rrf_equal_R@5": 0.45},
         "targets": {"R@5": 0.60, "R@10": 0.70},
     }
 
@@ -704,90 +607,87 @@ def main() -> None:
         f"  turns: R@1/5/10 (cats 1-4) {fmt_scores(scores.summary())}; total p50/p95 "
         f"{latency['total_ms']['p50']}/{latency['total_ms']['p95']} ms"
     )
-    cache = EmbedCache()
-    query_model = embeddings.model_for(stores["turns"][0].tenant, "fact_reference")
-    cache.prefill([rewrite_query(q).text for q in questions], model=query_model, kind="query")
-    with cache:
-        for mode in [m for m in stores if m != "turns"]:
-            scores, latency = run_recall(stores[mode], None)
-            product[mode] = {"tuning": DEFAULT_TUNING, "scores": scores.summary()}
-            common.log(f"  {mode}: R@1/5/10 (cats 1-4) {fmt_scores(scores.summary())} (untimed)")
-        results["recall_default"] = product
+    queries = QueryCache()
+    queries.prefill(stores["turns"][0].tenant, questions)
+    for mode in [m for m in stores if m != "turns"]:
+        scores, latency = run_recall(stores[mode], None, queries=queries)
+        product[mode] = {"tuning": DEFAULT_TUNING, "scores": scores.summary()}
+        common.log(f"  {mode}: R@1/5/10 (cats 1-4) {fmt_scores(scores.summary())} (untimed)")
+    results["recall_default"] = product
 
-        # 2. tuning grid on the tuning half (turns mode, categories 1-4)
-        ratios = [float(x) for x in args.ratios.split(",")]
-        rrf_ks = [int(x) for x in args.rrf_ks.split(",")]
-        tune_stores = [s for s in stores["turns"] if s.conv.index in tune_half]
-        test_stores = [s for s in stores["turns"] if s.conv.index in test_half]
-        c14 = (1, 2, 3, 4)
-        grid = []
-        common.log(f"tuning grid on {[s.conv.sample_id for s in tune_stores]}")
-        for ratio in ratios:
-            for rrf_k in rrf_ks:
-                knobs = {**DEFAULT_TUNING, "w_vector": 1.0, "w_lexical": ratio, "rrf_k": rrf_k}
-                summary = run_recall(tune_stores, knobs, cats=c14)[0].summary()
-                grid.append({"w_lexical/w_vector": ratio, "rrf_k": rrf_k, "tune": summary})
-                common.log(f"  ratio {ratio} rrf_k {rrf_k}: {fmt_scores(summary)}")
-        best = max(grid, key=lambda g: (g["tune"]["cats1-4"]["R@5"], g["tune"]["cats1-4"]["R@10"]))
-        best_knobs = {
-            **DEFAULT_TUNING,
-            "w_vector": 1.0,
-            "w_lexical": best["w_lexical/w_vector"],
-            "rrf_k": best["rrf_k"],
-        }
-        common.log(f"best on the tuning half: {best_knobs}")
-        tuned: dict[str, Any] = {"knobs": best_knobs}
-        default_point = next(
-            (
-                g["tune"]
-                for g in grid
-                if g["w_lexical/w_vector"] == DEFAULT_TUNING["w_lexical"] / DEFAULT_TUNING["w_vector"]
-                and g["rrf_k"] == DEFAULT_TUNING["rrf_k"]
-            ),
-            None,
-        )
-        tuned["tune_half"] = {
-            "default": default_point or run_recall(tune_stores, None, cats=c14)[0].summary(),
-            "chosen": best["tune"],
-        }
-        tuned["test_half"] = {
-            "default": run_recall(test_stores, None, cats=c14)[0].summary(),
-            "chosen": run_recall(test_stores, best_knobs, cats=c14)[0].summary(),
-        }
-        for mode in stores:
-            tuned[f"all_{mode}"] = run_recall(stores[mode], best_knobs)[0].summary()
-        common.log(
-            f"  test half: default {fmt_scores(tuned['test_half']['default'])} → chosen "
-            f"{fmt_scores(tuned['test_half']['chosen'])}; all turns {fmt_scores(tuned['all_turns'])}"
-        )
-        results["tuning"] = {"grid": grid, "chosen": tuned}
+    # 2. tuning grid on the tuning half (turns mode, categories 1-4)
+    ratios = [float(x) for x in args.ratios.split(",")]
+    rrf_ks = [int(x) for x in args.rrf_ks.split(",")]
+    tune_stores = [s for s in stores["turns"] if s.conv.index in tune_half]
+    test_stores = [s for s in stores["turns"] if s.conv.index in test_half]
+    c14 = (1, 2, 3, 4)
+    grid = []
+    common.log(f"tuning grid on {[s.conv.sample_id for s in tune_stores]}")
+    for ratio in ratios:
+        for rrf_k in rrf_ks:
+            knobs = {**DEFAULT_TUNING, "w_vector": 1.0, "w_lexical": ratio, "rrf_k": rrf_k}
+            summary = run_recall(tune_stores, knobs, cats=c14, queries=queries)[0].summary()
+            grid.append({"w_lexical/w_vector": ratio, "rrf_k": rrf_k, "tune": summary})
+            common.log(f"  ratio {ratio} rrf_k {rrf_k}: {fmt_scores(summary)}")
+    best = max(grid, key=lambda g: (g["tune"]["cats1-4"]["R@5"], g["tune"]["cats1-4"]["R@10"]))
+    best_knobs = {
+        **DEFAULT_TUNING,
+        "w_vector": 1.0,
+        "w_lexical": best["w_lexical/w_vector"],
+        "rrf_k": best["rrf_k"],
+    }
+    common.log(f"best on the tuning half: {best_knobs}")
+    tuned: dict[str, Any] = {"knobs": best_knobs}
+    default_point = next(
+        (
+            g["tune"]
+            for g in grid
+            if g["w_lexical/w_vector"] == DEFAULT_TUNING["w_lexical"] / DEFAULT_TUNING["w_vector"]
+            and g["rrf_k"] == DEFAULT_TUNING["rrf_k"]
+        ),
+        None,
+    )
+    tuned["tune_half"] = {
+        "default": default_point or run_recall(tune_stores, None, cats=c14, queries=queries)[0].summary(),
+        "chosen": best["tune"],
+    }
+    tuned["test_half"] = {
+        "default": run_recall(test_stores, None, cats=c14, queries=queries)[0].summary(),
+        "chosen": run_recall(test_stores, best_knobs, cats=c14, queries=queries)[0].summary(),
+    }
+    for mode in stores:
+        tuned[f"all_{mode}"] = run_recall(stores[mode], best_knobs, queries=queries)[0].summary()
+    common.log(
+        f"  test half: default {fmt_scores(tuned['test_half']['default'])} → chosen "
+        f"{fmt_scores(tuned['test_half']['chosen'])}; all turns {fmt_scores(tuned['all_turns'])}"
+    )
+    results["tuning"] = {"grid": grid, "chosen": tuned}
 
-        # 3. where the evidence sits in each leg (the real recall, its candidate rows captured)
-        from django.db import connection
+    # 3. where the evidence sits in each leg (recall's trace: each leg's candidates before fusion)
+    diag: dict[str, list[float]] = defaultdict(list)
 
-        def diagnostics(sql_builder: Any, knobs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
-            diag: dict[str, list[float]] = defaultdict(list)
-            capture = CapturingConnection(connection)
+    def look(store: Store, q: QA, result: Any, trace: dict[str, Any]) -> None:
+        rows = trace.get("candidates", [])
+        vec = [
+            store.dia_of.get(r["id"], "?")
+            for r in sorted((r for r in rows if r["vector_rank"]), key=lambda r: r["vector_rank"])
+        ]
+        lex = [
+            store.dia_of.get(r["id"], "?")
+            for r in sorted((r for r in rows if r["lexical_rank"]), key=lambda r: r["lexical_rank"])
+        ]
+        for k in (5, 10):
+            diag[f"vector_leg_R@{k}"].append(recall_at(vec, q.evidence, k))
+            diag[f"lexical_leg_R@{k}"].append(recall_at(lex, q.evidence, k))
+            either = set(vec[:k]) | set(lex[:k])
+            diag[f"either_leg_top{k}"].append(sum(e in either for e in q.evidence) / len(q.evidence))
+        union = set(vec) | set(lex)
+        diag["in_any_candidate"].append(sum(e in union for e in q.evidence) / len(q.evidence))
 
-            def look(store: Store, q: QA, result: Any) -> None:
-                rows = [r for r in (capture.rows or []) if len(r) == 5]  # (id, sim, vrank, coverage, lrank)
-                vec = [store.dia_of.get(r[0], "?") for r in sorted((r for r in rows if r[2]), key=lambda r: r[2])]
-                lex = [store.dia_of.get(r[0], "?") for r in sorted((r for r in rows if r[4]), key=lambda r: r[4])]
-                for k in (5, 10):
-                    diag[f"vector_leg_R@{k}"].append(recall_at(vec, q.evidence, k))
-                    diag[f"lexical_leg_R@{k}"].append(recall_at(lex, q.evidence, k))
-                    either = set(vec[:k]) | set(lex[:k])
-                    diag[f"either_leg_top{k}"].append(sum(e in either for e in q.evidence) / len(q.evidence))
-                union = set(vec) | set(lex)
-                diag["in_any_candidate"].append(sum(e in union for e in q.evidence) / len(q.evidence))
-
-            with patched_recall(sql_builder=sql_builder, capture=capture):
-                summary = run_recall(stores["turns"], knobs, cats=c14, on_result=look)[0].summary()
-            return summary, {k: round(sum(v) / len(v), 4) for k, v in diag.items()}
-
-        _, diag_product = diagnostics(None, best_knobs)
-        results["candidate_diagnostics_cats1-4"] = diag_product
-        common.log(f"  candidate diagnostics (chosen knobs): {diag_product}")
+    run_recall(stores["turns"], best_knobs, cats=c14, on_result=look, queries=queries)
+    diag_product = {k: round(sum(v) / len(v), 4) for k, v in diag.items()}
+    results["candidate_diagnostics_cats1-4"] = diag_product
+    common.log(f"  candidate diagnostics (chosen knobs): {diag_product}")
 
     # how often the rewrite touches a LoCoMo question (its rules are written for customer-service vagueness)
     rewritten: Counter[str] = Counter()

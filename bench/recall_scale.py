@@ -533,20 +533,17 @@ class World:
 
 
 def build_tenants_and_users(rng: random.Random, tag: str) -> list[User]:
-    from chat.models import ChatSession
+    from conversations.models import ChatSession
     from tenants.models import EndUser
     from tenants.rls import operator_scope
-    from tenants.services import do_create_tenant
 
     now = common_now()
     users: list[User] = []
     end_users, sessions = [], []
     for t in range(N_TENANTS):
         lang = "zh" if t % 10 < 7 else "en"
-        tenant = do_create_tenant(f"bench-{tag}-t{t:03d}", language=lang).tenant
-        if lang == "zh" and ZH_MODEL:
-            tenant.settings = {**(tenant.settings or {}), "embedding_model": ZH_MODEL}
-            tenant.save(update_fields=["settings"])
+        model = {"embedding_model": ZH_MODEL} if lang == "zh" and ZH_MODEL else None
+        tenant = common.make_tenant(f"bench-{tag}-t{t:03d}", language=lang, settings=model).tenant
         for u in range(USERS_PER_TENANT):
             eu = EndUser(tenant=tenant, external_id=f"u{u:03d}")
             end_users.append(eu)
@@ -904,53 +901,16 @@ def table_counts() -> dict[str, Any]:
     }
 
 
-class _CapturingConnection:
-    """Stands in for ``memory.recall.connection`` to record the candidate SQL and parameters recall runs."""
-
-    def __init__(self, real: Any) -> None:
-        self._real = real
-        self.calls: list[tuple[str, Any]] = []
-
-    def cursor(self) -> Any:
-        owner, cursor = self, self._real.cursor()
-
-        class Cursor:
-            def __enter__(self) -> Any:
-                cursor.__enter__()
-                return self
-
-            def __exit__(self, *exc: Any) -> Any:
-                return cursor.__exit__(*exc)
-
-            def execute(self, sql: str, params: Any = None) -> Any:
-                owner.calls.append((sql, params))
-                return cursor.execute(sql, params)
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(cursor, name)
-
-        return Cursor()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-
 def candidate_sql_for(user: User, query: str, as_of: datetime) -> tuple[str, Any]:
-    """The exact candidate SQL and parameters ``memory.recall.recall`` runs for this query (captured from a real
-    call, so the plan shown is the plan of the product's query, whatever its current shape)."""
-    from django.db import connection
+    """The exact candidate SQL and parameters ``memory.recall.recall`` runs for this query (from recall's own
+    ``trace``, so the plan shown is the plan of the product's query, whatever its current shape)."""
+    from memory.recall import recall
 
-    import memory.recall as product
-
-    capture = _CapturingConnection(connection)
-    product.connection = capture
-    try:
-        product.recall(user.tenant, user.session, query, as_of=as_of, k=5, record=False)
-    finally:
-        product.connection = connection
-    if not capture.calls:
+    trace: dict[str, Any] = {}
+    recall(user.tenant, user.session, query, as_of=as_of, k=5, record=False, trace=trace)
+    if "candidate_sql" not in trace:
         raise RuntimeError("recall ran no candidate query")
-    return capture.calls[-1]
+    return trace["candidate_sql"], trace["candidate_params"]
 
 
 def explain(user: User, query: str) -> dict[str, Any]:
@@ -1061,41 +1021,36 @@ def hnsw_experiment(rng: random.Random, world: World, heavy: list[User], n_users
     return out
 
 
-def _backend_cpu_s() -> float:
-    """CPU seconds used so far by this connection's PostgreSQL backend process (same machine: embedded server)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 class IngestClock:
-    """Wall time, time inside ``memory.embeddings.embed`` (what every write path calls) and how often it ran,
-    and CPU time of this process and of its PostgreSQL backend: on a shared machine the wall-clock rate
-    depends on the other jobs, the CPU cost per memory much less."""
+    """Wall time of the writes, the time of their embeddings (computed by ``embed`` beforehand, in the write
+    path's batch shape, and handed to the write as ``embedding``: the product's writes accept one), and CPU
+    time of this process and of its PostgreSQL backend: on a shared machine the wall-clock rate depends on the
+    other jobs, the CPU cost per memory much less."""
 
-    def __init__(self) -> None:
-        from memory import embeddings
-
-        self.module = embeddings
-        self.real = embeddings.embed
+    def __init__(self, tenant: Any) -> None:
+        self.tenant = tenant
         self.embed_s = 0.0
         self.calls = 0
 
-    def __enter__(self) -> IngestClock:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return self.real(*args, **kwargs)
-            finally:
-                self.embed_s += time.perf_counter() - start
-                self.calls += 1
+    def embed(self, texts: list[PoolText]) -> list[Any]:
+        """The passage embeddings the write path would compute for ``texts``: one ``embed()`` per model."""
+        from memory import embeddings
 
-        self.module.embed = timed
-        self.backend_start = _backend_cpu_s()
+        start = time.perf_counter()
+        out: list[Any] = [None] * len(texts)
+        by_model: dict[str, list[int]] = defaultdict(list)
+        for i, text in enumerate(texts):
+            by_model[embeddings.model_for(self.tenant, text.type)].append(i)
+        for model, indexes in by_model.items():
+            vectors = embeddings.embed([texts[i].content for i in indexes], model=model, kind="passage")
+            for i, vector in zip(indexes, vectors, strict=True):
+                out[i] = vector
+            self.calls += 1
+        self.embed_s += time.perf_counter() - start
+        return out
+
+    def __enter__(self) -> IngestClock:
+        self.backend_start = common.backend_cpu_s()
         self.cpu_start = time.process_time()
         self.start = time.perf_counter()
         return self
@@ -1103,8 +1058,7 @@ class IngestClock:
     def __exit__(self, *exc: object) -> None:
         self.wall_s = time.perf_counter() - self.start
         self.cpu_s = time.process_time() - self.cpu_start
-        self.module.embed = self.real
-        self.backend_s = _backend_cpu_s() - self.backend_start
+        self.backend_s = common.backend_cpu_s() - self.backend_start
 
     def figures(self, n: int, outcomes: Counter[str]) -> dict[str, Any]:
         return {
@@ -1130,24 +1084,21 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     - ``repeat``: ``n // 5`` live keyed facts written again unchanged through ``do_write_memory`` (a
       confirmation: lookup and update, no embedding).
 
-    ``embed_ms`` is the time inside ``embeddings.embed``; ``db_ms`` is the rest of the call (validation,
-    jieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and ``postgres_cpu_ms`` are the CPU
-    time of this process and of its PostgreSQL backend per memory: the cost of a write, which other jobs on a
-    shared machine change much less than they change the wall-clock rate."""
-    from chat.sessions import do_open_session
+    ``embed_ms`` is the time of the write's embeddings (``IngestClock.embed``); ``db_ms`` is the rest of the
+    call (validation, jieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and
+    ``postgres_cpu_ms`` are the CPU time of this process and of its PostgreSQL backend per memory: the cost of
+    a write, which other jobs on a shared machine change much less than they change the wall-clock rate."""
     from memory import services
     from memory.models import MemoryUnit
     from tenants.rls import tenant_scope
-    from tenants.services import do_create_tenant
 
     rng = random.Random(99)
     g = Gen(rng)
-    tenant = do_create_tenant(f"bench-{tag}-ingest", language="zh").tenant
-    if ZH_MODEL:  # a Chinese tenant, on the Chinese tenants' model when --zh-model gives one
-        tenant.settings = {**(tenant.settings or {}), "embedding_model": ZH_MODEL}
-        tenant.save(update_fields=["settings"])
-    with tenant_scope(tenant):
-        sessions = [do_open_session(tenant, f"ingest-{i}", {}).session for i in range(5)]
+    # a Chinese tenant, on the Chinese tenants' model when --zh-model gives one
+    tenant = common.make_tenant(
+        f"bench-{tag}-ingest", language="zh", settings={"embedding_model": ZH_MODEL} if ZH_MODEL else None
+    ).tenant
+    sessions = [common.open_session(tenant, f"ingest-{i}") for i in range(5)]
 
     def texts() -> list[PoolText]:
         out = []
@@ -1161,23 +1112,27 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     load_before = os.getloadavg()
     outcomes: Counter[str] = Counter()
     inline = texts()
-    with IngestClock() as clock:
+    with IngestClock(tenant) as clock:
         for i, text in enumerate(inline):
             res = services.do_write_memory(
                 tenant, sessions[i % len(sessions)], type=text.type, content=text.content, key=text.key,
-                data=text.data, expires_in=30 * DAY,
+                data=text.data, expires_in=30 * DAY, embedding=clock.embed([text])[0],
             )  # fmt: skip
             outcomes[res.outcome] += 1
     paths["inline"] = clock.figures(n, outcomes)
     for size in batch_sizes:
-        items = [
-            services.MemoryItem(type=t.type, content=t.content, key=t.key, data=t.data, expires_in=30 * DAY)
-            for t in texts()
-        ]
+        batch_texts = texts()
         outcomes = Counter()
-        with IngestClock() as clock:
+        with IngestClock(tenant) as clock:
             for b, first in enumerate(range(0, n, size)):
-                for res in services.write_memories(tenant, sessions[b % len(sessions)], items[first : first + size]):
+                batch = batch_texts[first : first + size]
+                items = [
+                    services.MemoryItem(
+                        type=t.type, content=t.content, key=t.key, data=t.data, expires_in=30 * DAY, embedding=v
+                    )
+                    for t, v in zip(batch, clock.embed(batch), strict=True)
+                ]
+                for res in services.write_memories(tenant, sessions[b % len(sessions)], items):
                     outcomes[res.outcome] += 1
         paths[f"batch_{size}"] = clock.figures(n, outcomes)
     with tenant_scope(tenant):
@@ -1189,7 +1144,7 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
         )
     by_user = {s.end_user_id: s for s in sessions}
     outcomes = Counter()
-    with IngestClock() as clock:
+    with IngestClock(tenant) as clock:  # a confirmation computes no embedding
         for memory in live:
             res = services.do_write_memory(
                 tenant, memory.session or by_user[memory.end_user_id], type=memory.type, content=memory.content,

@@ -1,15 +1,21 @@
 """Where one chat turn's time goes: sequential turns in-process against the
-fake Ollama, timed per stage (wall and CPU of the thread that runs it), plus
-the PostgreSQL backend's CPU per turn — the figures behind the chat-load
-target (bench/RESULTS.md § Chat load).
+fake Ollama, with each turn's wall and CPU time, the PostgreSQL backend's CPU
+per turn, and the stage figures the product itself records (the
+``memdesk_turn_stage_seconds`` and ``memdesk_recall_latency_seconds``
+histograms of ``memory/metrics.py``) — the figures behind the chat-load target
+(bench/RESULTS.md § Chat load).
 
     nice -n 5 .venv/bin/python bench/turn_profile.py --sessions 20 --turns 6
     nice -n 5 .venv/bin/python bench/turn_profile.py --cprofile bench/out/turn.prof
 
-The turn runs exactly as in the server (``chat.services.run_turn``), except
-that each unit of work runs inline on the main thread instead of a pool
-thread, so one profiler sees all of it. The messages are chat_load's: an
-order number first, then questions about it; the tenant is Chinese (its
+The turn runs exactly as in the server (``chat.services.run_turn``); its units
+of work, which the server hands to a thread pool, run inline on the event
+loop's thread here (the loop's default executor is one that runs a call at
+once), so one profiler sees all of them. ``--cprofile`` adds a table of the
+finer stages (``STAGES``: cumulative time per call under the profiler, which
+slows Python calls; compare stages with each other, not with the turn
+figures). Nothing of the product is replaced. The messages are chat_load's:
+an order number first, then questions about it; the tenant is Chinese (its
 default embedding model). The first turns warm the caches and the models and
 are left out of the figures (``--warmup``).
 """
@@ -19,23 +25,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import functools
+import importlib
+import inspect
 import os
+import pstats
 import random
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import log, machine_info, now_iso, setup_django, summarise, table, write_result  # noqa: E402
+from bench.common import (  # noqa: E402
+    backend_cpu_s,
+    log,
+    machine_info,
+    make_tenant,
+    now_iso,
+    open_session,
+    setup_django,
+    summarise,
+    table,
+    write_result,
+)
 
 DB = "memdesk_bench_turn"
 
-#: (module, attribute, stage name): what is timed. A stage's figure includes the stages it calls.
+#: (module, function, stage name): the finer stages read from ``--cprofile``. A stage includes what it calls.
 STAGES = [
     ("chat.services", "store_user_message", "store"),
     ("chat.services", "prepare_turn", "prepare"),
@@ -52,107 +71,101 @@ STAGES = [
     ("memory.conversation", "message_units", "index: split and facts"),
 ]
 
-
-class Stages:
-    def __init__(self) -> None:
-        self.wall: dict[str, list[float]] = defaultdict(list)
-        self.cpu: dict[str, list[float]] = defaultdict(list)
-        self.recording = False
-
-    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            stage = name
-            if name == "extract":  # the user's message in prepare, the agent's reply in finish
-                message = args[2] if len(args) > 2 else kwargs.get("message")
-                stage = f"extract: {getattr(message, 'role', '?')} message"
-            wall, cpu = time.perf_counter(), time.thread_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                if self.recording:
-                    self.wall[stage].append((time.perf_counter() - wall) * 1000)
-                    self.cpu[stage].append((time.thread_time() - cpu) * 1000)
-
-        return timed
+#: The product's own stage histograms: (metric module, attribute, stage label values).
+HISTOGRAMS = [
+    ("memory.metrics", "TURN_STAGE", "turn stage"),
+    ("memory.metrics", "RECALL_LATENCY", "recall stage"),
+]
 
 
-def install(stages: Stages) -> None:
-    import importlib
+class InlineExecutor(ThreadPoolExecutor):
+    """An event loop's default executor that runs each call at once on the calling thread."""
 
-    import chat.services
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine, as a pool thread would
+            future.set_exception(exc)
+        return future
 
+
+def histogram_totals() -> dict[str, tuple[float, float]]:
+    """``"<histogram> <stage>"`` → (sum of seconds, count) so far, from the product's own histograms."""
+    out: dict[str, tuple[float, float]] = {}
+    for module_name, attr, label in HISTOGRAMS:
+        metric = getattr(importlib.import_module(module_name), attr, None)
+        if metric is None:
+            continue
+        sums: dict[str, float] = {}
+        counts: dict[str, float] = {}
+        for family in metric.collect():
+            for sample in family.samples:
+                stage = sample.labels.get("stage", "")
+                if sample.name.endswith("_sum"):
+                    sums[stage] = sample.value
+                elif sample.name.endswith("_count"):
+                    counts[stage] = sample.value
+        for stage, count in counts.items():
+            out[f"{label}: {stage}"] = (sums.get(stage, 0.0), count)
+    return out
+
+
+def profiled_stages(profile: cProfile.Profile) -> list[tuple[str, int, float, float]]:
+    """(stage, calls, cumulative ms per call, own ms per call) of each ``STAGES`` function the profile saw."""
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    rows = []
     for module_name, attr, name in STAGES:
-        module = importlib.import_module(module_name)
-        if hasattr(module, attr):
-            setattr(module, attr, stages.wrap(name, getattr(module, attr)))
-
-    def inline(fn: Callable[..., Any]) -> Callable[..., Any]:
-        async def run(*args: Any, **kwargs: Any) -> Any:
-            from django.db import close_old_connections
-
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                close_old_connections()
-
-        return run
-
-    chat.services.unit_of_work = inline
+        fn = getattr(importlib.import_module(module_name), attr, None)
+        code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
+        if code is None:
+            continue
+        entry = stats.get((code.co_filename, code.co_firstlineno, code.co_name))
+        if entry is None:
+            continue
+        _, calls, own, cumulative, _ = entry
+        rows.append((name, calls, round(cumulative * 1000 / calls, 3), round(own * 1000 / calls, 3)))
+    return rows
 
 
-def backend_cpu_s() -> float:
-    """CPU seconds so far of this process's PostgreSQL backend."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def main() -> None:
+def main(argv: list[str] | None = None, *, execute_wrapper: Callable[..., Any] | None = None) -> None:
+    """Run the profile; ``execute_wrapper`` (Django's ``connection.execute_wrapper`` protocol) sees every
+    statement of the turns (``bench/turn_statements.py``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--turns", type=int, default=6, help="turns per session")
     parser.add_argument("--warmup", type=int, default=10, help="turns left out of the figures")
-    parser.add_argument("--cprofile", help="write a cProfile of the measured turns here")
+    parser.add_argument("--cprofile", help="write a cProfile of the measured turns here (and print STAGES)")
     parser.add_argument("--out", default="turn_profile")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # units of work run inline on the loop's thread
     os.environ.setdefault("DB_POOL_MAX_SIZE", "4")  # one backend for the whole run, as the server's pool does
     setup_django(DB, fresh=True)
     from django.conf import settings
+    from django.db.backends.signals import connection_created
 
     from chat.llm import OllamaChat
     from chat.services import run_turn
-    from chat.sessions import do_open_session
-    from tenants.rls import tenant_scope
-    from tenants.services import do_create_tenant
     from tests.fake_ollama import FakeOllama, Reply
 
-    stages = Stages()
-    install(stages)
-    provisioned = do_create_tenant(f"turn-{random.randrange(10**8)}", "turn profile")
-    tenant = provisioned.tenant
-    tenant.settings = {"rate_limits": {"per_session_per_minute": 10_000, "per_tenant_per_minute": 1_000_000}}
-    tenant.save(update_fields=["settings"])
-    with tenant_scope(tenant):
-        sessions = [do_open_session(tenant, f"user-{n}", {}).session for n in range(args.sessions)]
+    tenant = make_tenant(f"turn-{random.randrange(10**8)}").tenant
+    sessions = [open_session(tenant, f"user-{n}") for n in range(args.sessions)]
     profiler = cProfile.Profile() if args.cprofile else None
     turn_wall: list[float] = []
     turn_cpu: list[float] = []
     db_cpu: list[float] = []
+    hist_start: dict[str, tuple[float, float]] = {}
 
     async def run_all(llm: OllamaChat) -> None:
+        asyncio.get_running_loop().set_default_executor(InlineExecutor(max_workers=1))
         done = 0
         for turn in range(args.turns):
             for n, session in enumerate(sessions):
                 text = f"我的订单号是 CODE{n:04d}X，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
                 record = done >= args.warmup
-                stages.recording = record
+                if done == args.warmup:
+                    hist_start.update(histogram_totals())
                 db_before = backend_cpu_s() if record else 0.0
                 if record and profiler is not None:
                     profiler.enable()
@@ -167,19 +180,39 @@ def main() -> None:
                     db_cpu.append((backend_cpu_s() - db_before) * 1000)
                 done += 1
 
+    if execute_wrapper is not None:
+        # Django keeps a connection per context and the turn's units of work run in copies of the context, so
+        # the wrapper goes on each connection as it is made (Django's own signal), not on this one alone.
+        def add_wrapper(sender: Any, connection: Any, **kwargs: Any) -> None:
+            if execute_wrapper not in connection.execute_wrappers:
+                connection.execute_wrappers.append(execute_wrapper)
+
+        connection_created.connect(add_wrapper, weak=False)
     with FakeOllama(default_reply=Reply(deltas=["好的，", "已为您", "查询，", "订单", "正在", "配送中。"])) as fake:
         settings.OLLAMA_HOST = fake.host
         asyncio.run(run_all(OllamaChat(fake.host, settings.OLLAMA_MODEL, timeout_s=30)))
 
+    rows = [("turn (wall)", *_row(turn_wall)), ("turn (process CPU)", *_row(turn_cpu)),
+            ("turn (PostgreSQL CPU)", *_row(db_cpu))]  # fmt: skip
+    print(table(["per turn", "n", "mean ms", "p50 ms", "p95 ms"], rows))
+    stage_means: dict[str, dict[str, float]] = {}
+    for name, (total_s, count) in sorted(histogram_totals().items()):
+        before_s, before_n = hist_start.get(name, (0.0, 0.0))
+        if count > before_n:
+            stage_means[name] = {
+                "n": count - before_n,
+                "mean_ms": round((total_s - before_s) * 1000 / (count - before_n), 3),
+            }
+    print()
+    print(table(["stage (the product's histograms)", "n", "mean ms"],
+                [(name, int(v["n"]), v["mean_ms"]) for name, v in stage_means.items()]))  # fmt: skip
+    profiled: list[tuple[str, int, float, float]] = []
     if profiler is not None:
         profiler.dump_stats(args.cprofile)
         log(f"cProfile written to {args.cprofile}")
-    rows = [("turn (wall)", *_row(turn_wall)), ("turn (process CPU)", *_row(turn_cpu)),
-            ("turn (PostgreSQL CPU)", *_row(db_cpu))]  # fmt: skip
-    for name in sorted(stages.wall):
-        rows.append((f"{name} (wall)", *_row(stages.wall[name])))
-        rows.append((f"{name} (CPU)", *_row(stages.cpu[name])))
-    print(table(["stage", "n", "mean ms", "p50 ms", "p95 ms"], rows))
+        profiled = profiled_stages(profiler)
+        print()
+        print(table(["stage (under cProfile)", "calls", "cumulative ms/call", "own ms/call"], profiled))
     payload = {
         "when": now_iso(),
         "machine": machine_info(),
@@ -187,7 +220,10 @@ def main() -> None:
         "turn_wall_ms": summarise(turn_wall),
         "turn_cpu_ms": summarise(turn_cpu),
         "db_cpu_ms": summarise(db_cpu),
-        "stages": {k: {"wall": summarise(v), "cpu": summarise(stages.cpu[k])} for k, v in stages.wall.items()},
+        "stages_from_histograms": stage_means,
+        "stages_under_cprofile": {
+            name: {"calls": c, "cumulative_ms": cum, "own_ms": own} for name, c, cum, own in profiled
+        },
     }
     log(f"written to {write_result(args.out, payload)}")
 

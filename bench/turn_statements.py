@@ -3,11 +3,11 @@ how often, and how long each takes with its round trip (PostgreSQL's work includ
 
     nice -n 5 .venv/bin/python bench/turn_statements.py --sessions 30 --turns 4
 
-It runs ``bench/turn_profile.py`` with the same arguments (its stage table is printed too) while timing
-each ``execute`` of Django's cursors, grouped by the statement's first 100 characters. Session and tenant
-set-up statements are included (they run once per session), and so is turn_profile's own
-``SELECT pg_backend_pid()`` (how it finds the backend whose CPU it reads); the pool's own checks are not
-Django statements and do not appear.
+It runs ``bench/turn_profile.py`` with the same arguments (its tables are printed too) with a Django
+``execute_wrapper`` on the connection the turns use (they run on one thread), timing each statement, grouped
+by its first 100 characters. The warm-up turns are included, and so is turn_profile's own
+``SELECT pg_backend_pid()`` (how it finds the backend whose CPU it reads); the tenant and sessions are set up
+before the wrapper is on, and the pool's own checks are not Django statements: neither appears.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +27,17 @@ import bench.turn_profile as turn_profile  # noqa: E402
 _timings: dict[str, list[float]] = defaultdict(list)
 
 
-def _timed_setup(*args: Any, **kwargs: Any) -> Any:
-    """turn_profile's database set-up, then Django's cursors timed from here on."""
-    result = _setup_django(*args, **kwargs)
-    from django.db.backends import utils
-
-    execute = utils.CursorWrapper.execute
-
-    def timed(self: Any, sql: str, params: Any = None) -> Any:
-        started = time.perf_counter()
-        try:
-            return execute(self, sql, params)
-        finally:
-            _timings[re.sub(r"\s+", " ", sql.strip())[:100]].append((time.perf_counter() - started) * 1000)
-
-    utils.CursorWrapper.execute = timed  # type: ignore[method-assign]
-    return result
-
-
-_setup_django = turn_profile.setup_django
+def timed(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+    """Django's ``execute_wrapper`` protocol: time the statement, grouped by its first 100 characters."""
+    started = time.perf_counter()
+    try:
+        return execute(sql, params, many, context)
+    finally:
+        _timings[re.sub(r"\s+", " ", sql.strip())[:100]].append((time.perf_counter() - started) * 1000)
 
 
 def main() -> None:
-    turn_profile.setup_django = _timed_setup  # type: ignore[assignment]
-    turn_profile.main()
+    turn_profile.main(execute_wrapper=timed)
     total = sum(sum(times) for times in _timings.values())
     print("\n| total ms | count | mean ms | statement |\n| --- | --- | --- | --- |")
     for sql, times in sorted(_timings.items(), key=lambda item: -sum(item[1]))[:30]:

@@ -15,7 +15,8 @@ the rank of the memory that answers the query:
   them), IDF from the whole memory corpus;
 - fusion: reciprocal rank fusion of an embedding leg and the lexical leg the
   way ``memory.recall`` fuses them (the lexical leg ranks only memories that
-  match at least one term), weights 1:1 with k=60 (memdesk's defaults) and the
+  match at least one term), with the product's weights and rrf_k
+  (``bench/retrieval.py``) and the
   best of a small grid (in-sample, plus a 2-fold cross-validated estimate by
   end user, because a grid picked on the test set flatters itself).
 
@@ -52,6 +53,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
+from bench import retrieval  # noqa: E402
 from bench.common import log, machine_info, now_iso, percentile, table, write_result  # noqa: E402
 
 DATA = BENCH_DIR / "data" / "zh_retrieval.json"
@@ -167,31 +169,17 @@ def dense_scores(corpus: Corpus, mem_vecs: np.ndarray, query_vecs: np.ndarray) -
     return out
 
 
-def bm25_scores(corpus: Corpus, k1: float = 1.2, b: float = 0.75) -> dict[str, np.ndarray]:
-    from memory.text import query_terms, segment
-
-    docs = {i: segment(t) for i, t in zip(corpus.all_ids, corpus.all_texts, strict=True)}
-    n = len(docs)
-    df: Counter[str] = Counter()
-    for toks in docs.values():
-        df.update(set(toks))
-    avgdl = sum(len(t) for t in docs.values()) / n
-    idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
-    out = {}
-    for q in corpus.queries:
-        terms = query_terms(q["query"])
-        scores = []
-        for mid in corpus.mem_ids[q["user"]]:
-            toks = docs[mid]
-            tf = Counter(toks)
-            s = 0.0
-            for w in terms:
-                f = tf.get(w, 0)
-                if f:
-                    s += idf.get(w, 0.0) * f * (k1 + 1) / (f + k1 * (1 - b + b * len(toks) / avgdl))
-            scores.append(s)
-        out[q["id"]] = np.array(scores)
-    return out
+def bm25_scores(corpus: Corpus) -> dict[str, np.ndarray]:
+    """BM25 of each query's end user's memories, on the statistics of the whole set (``bench/retrieval.py``:
+    the product's k1, b and tokens)."""
+    bm25 = retrieval.BM25([retrieval.doc_tokens(t) for t in corpus.all_texts])
+    index = {mid: i for i, mid in enumerate(corpus.all_ids)}
+    return {
+        q["id"]: np.array(
+            bm25.scores(retrieval.query_tokens(q["query"]), [index[m] for m in corpus.mem_ids[q["user"]]])
+        )
+        for q in corpus.queries
+    }
 
 
 def _ranks(scores: np.ndarray, *, only_positive: bool) -> np.ndarray:
@@ -216,7 +204,8 @@ def rrf(
     for qid, dv in dense.items():
         rv = _ranks(dv, only_positive=False)
         rl = _ranks(lexical[qid], only_positive=True)
-        fused = w_vec / (k + rv) + np.where(np.isnan(rl), 0.0, w_lex / (k + np.nan_to_num(rl, nan=1.0)))
+        lexical_term = retrieval.rrf_term(np.nan_to_num(rl, nan=1.0), weight=w_lex, rrf_k=k)
+        fused = retrieval.rrf_term(rv, weight=w_vec, rrf_k=k) + np.where(np.isnan(rl), 0.0, lexical_term)
         out[qid] = fused
     return out
 
@@ -423,15 +412,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     fit = [e.name for e in encoders if e.dim == 384]
     best = max(fit, key=lambda n: results["methods"][n]["all"]["mrr"])
     fusions: dict[str, Any] = {}
+    knobs = retrieval.product_tuning()
+    product = {"w_vec": float(knobs["w_vector"]), "w_lex": float(knobs["w_lexical"]), "k": float(knobs["rrf_k"])}
     use_name = next((e.name for e in encoders if e.dim == 512), None)
     e5_name = next((e.name for e in encoders if e.name.startswith("e5-small-q4 query:")), None)
     fused_legs = [encoders[0].name, *([e5_name] if e5_name else []), best, *([use_name] if use_name else [])]
     for name in dict.fromkeys(fused_legs):
-        fused = rrf(dense[name], lexical, w_vec=1.0, w_lex=1.0, k=60)
-        fusions[f"RRF {name} + BM25 1:1 k=60"] = {
-            "params": {"w_vec": 1.0, "w_lex": 1.0, "k": 60},
-            **corpus.evaluate(fused),
-        }
+        fused = rrf(dense[name], lexical, **product)
+        fusions[f"RRF {name} + BM25, product's fusion"] = {"params": product, **corpus.evaluate(fused)}
         params, _ = grid_search(corpus, dense[name], lexical, corpus.queries)
         tuned = rrf(dense[name], lexical, **params)
         cv = cross_validated(corpus, dense[name], lexical)
@@ -455,8 +443,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rw_lex = bm25_scores(rw_corpus)
     rw["methods"]["BM25 (jieba)"] = rw_corpus.evaluate(rw_lex)
     for name in rw_dense:
-        rw["methods"][f"RRF {name} + BM25 1:1 k=60"] = rw_corpus.evaluate(
-            rrf(rw_dense[name], rw_lex, w_vec=1.0, w_lex=1.0, k=60)
+        rw["methods"][f"RRF {name} + BM25, product's fusion"] = rw_corpus.evaluate(
+            rrf(rw_dense[name], rw_lex, **product)
         )
     results["with_rewrite"] = rw
 

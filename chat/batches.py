@@ -28,6 +28,7 @@ import uuid
 from typing import Any
 
 from django.utils import timezone
+from procrastinate.contrib.django import app as jobs
 
 from chat import tools as tools_mod
 from chat.models import Batch, Tool
@@ -41,6 +42,10 @@ from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
 logger = logging.getLogger(__name__)
+
+#: The worker's queue for batches, and the name its task (``chat.tasks.run_batch_task``) is registered under.
+BATCH_QUEUE = "batches"
+RUN_BATCH = "memdesk.run_batch"
 
 MAX_ITEMS = 1000
 #: The progress memory outlives the batch by a week (「进度如何」 the next day).
@@ -107,16 +112,15 @@ def check_batch(tenant: Tenant, tool_name: str, items: Any) -> Tool:
 
 @require_session_id
 def do_create_batch(tenant: Tenant, session: ChatSession, *, tool_name: str, items: Any) -> Batch:
-    """Create a batch, its progress memory (``queued``) and its job, in one transaction."""
-    from chat.tasks import run_batch_task
-
+    """Create a batch, its progress memory (``queued``) and its job, in one transaction. The job is
+    deferred by its task's name (``chat.tasks`` registers it), so this module need not import the task."""
     tool = check_batch(tenant, tool_name, items)
     with tenant_scope(tenant):
         batch = Batch.objects.for_tenant(tenant).create(
             tenant=tenant, session=session, tool_name=tool.name, items=items, total=len(items)
         )
         _write_progress(tenant, session, batch)
-        batch.job_id = run_batch_task.configure(lock=memory_key(batch.pk)).defer(
+        batch.job_id = jobs.configure_task(RUN_BATCH, allow_unknown=False, lock=memory_key(batch.pk)).defer(
             tenant_id=str(tenant.pk), task_id=str(batch.pk)
         )
         Batch.objects.for_tenant(tenant).filter(pk=batch.pk).update(job_id=batch.job_id)

@@ -189,3 +189,11 @@ def do_finish_tool_call(
                 data=memory_data(name, redacted), source_message=audit, source_role=Message.Role.TOOL,
             )  # fmt: skip
     return context
+
+
+def execution_context(tenant: Tenant, session: ChatSession) -> ExecutionContext:
+    with tenant_scope(tenant):
+        context, _ = ExecutionContext.objects.for_tenant(tenant).get_or_create(
+            session=session, defaults={"tenant": tenant}
+        )
+    return context

@@ -5,6 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from chat.tools import check_name, check_parameters, check_timeout, check_url
 from config.text_input import TextField, field_json
 
 MAX_METADATA_BYTES = 8 * 1024
@@ -93,27 +94,19 @@ class ToolIn(serializers.Serializer):
     timeout_s = serializers.JSONField(required=False, default=10)
 
     def validate_name(self, value: Any) -> str:
-        from chat.tools import check_name
-
         _field_check(check_name(value), "invalid_tool_name")
         return value
 
     def validate_parameters(self, value: Any) -> dict[str, Any]:
-        from chat.tools import check_parameters
-
         value = field_json(value, field="parameters")
         _field_check(check_parameters(value), "invalid_schema")
         return value
 
     def validate_url(self, value: Any) -> str:
-        from chat.tools import check_url
-
         _field_check(check_url(value), "invalid_url")
         return value
 
     def validate_timeout_s(self, value: Any) -> int:
-        from chat.tools import check_timeout
-
         _field_check(check_timeout(value), "invalid_timeout")
         return value
 

@@ -36,19 +36,25 @@ from psycopg import sql
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
+from chat.context import execution_context
 from chat.llm import LLMError, OllamaChat, get_llm, structured_answer
 from chat.models import ExecutionContext, Tool
+from chat.prepared import PreparedTurn
+from chat.summary import summarize
 from chat.tool_calls import rebuild_prompt, run_tool_call
 from config.db.sql import execute, fetch_row, fetch_rows, load_models, unit_of_work
 from config.errors import DATABASE_UNAVAILABLE, ApiError
+from config.text_input import InvalidText, clean_text
 from conversations.access import SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message
 from memory import metrics
 from memory import services as memory_services
 from memory.conversation import index_messages
 from memory.extraction import extract_and_store
-from memory.health import check_after_turn, check_due
-from memory.models import MemoryUnit
+from memory.health import amnesia_phrase, check_after_turn, check_due
+from memory.models import AmnesiaAlert, MemoryUnit
+from memory.recall import embed_query_soon, recall
+from memory.redaction import redact
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -148,30 +154,6 @@ class TurnResult:
         }
 
 
-@dataclass
-class PreparedTurn:
-    """What the model call(s) of one turn need. ``parts`` and ``tools`` let a
-    turn with tool calls rebuild its prompt around the updated execution
-    context; ``end_user_id`` is the tenant's own id for the end user."""
-
-    prompt: prompt_mod.BuiltPrompt
-    recalled: list[str]
-    needs_confirmation: bool
-    recall_empty: bool
-    context_size: int
-    parts: prompt_mod.PromptParts | None = None
-    tools: dict[str, Tool] = field(default_factory=dict)
-    end_user_id: str = ""
-    #: The recalled memories as the prompt showed them (``recalled`` are their
-    #: ids); ``finish_turn`` checks the reply against these.
-    recalled_memories: list[MemoryUnit] | None = None
-    #: The message before the user's (the lexical context of its conversation units).
-    previous_text: str = ""
-
-    def tool_definitions(self) -> list[dict[str, Any]] | None:
-        return tools_mod.ollama_tools(list(self.tools.values())) or None
-
-
 # --- step 1: the user message --------------------------------------------------
 
 
@@ -181,8 +163,6 @@ def check_message(text: Any, client_msg_id: Any) -> tuple[str, str | None]:
     ``invalid_text`` for characters PostgreSQL cannot store (NUL, lone
     surrogates) and other control characters. Both transports call it
     before anything is written."""
-    from config.text_input import InvalidText, clean_text  # kept local: this function alone owns the rule here
-
     if not isinstance(text, str) or not text.strip():
         raise InvalidMessage("text must be a non-empty string")
     if client_msg_id is not None and (not isinstance(client_msg_id, str) or not 0 < len(client_msg_id) <= 100):
@@ -420,14 +400,6 @@ def _previous_reply_memories(tenant: Tenant, session: ChatSession, before_seq: i
     return reply, list(reply.data.get("used", []))
 
 
-def execution_context(tenant: Tenant, session: ChatSession) -> ExecutionContext:
-    with tenant_scope(tenant):
-        context, _ = ExecutionContext.objects.for_tenant(tenant).get_or_create(
-            session=session, defaults={"tenant": tenant}
-        )
-    return context
-
-
 @dataclass(frozen=True)
 class _TurnState:
     """What ``prepare_turn`` reads before extraction, in one query."""
@@ -496,10 +468,6 @@ def _used_ids(value: Any) -> list[str]:
 @require_session_id
 def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context_size: int) -> PreparedTurn:
     """Steps 2–4: extraction and feedback, recall, and the prompt."""
-    from chat.summary import summarize
-    from memory.recall import embed_query_soon, recall
-    from memory.redaction import redact
-
     with tenant_scope(tenant):
         query_embedding = embed_query_soon(tenant, message.text)  # overlaps the extraction below
         state = _turn_state(tenant, session, message.seq)
@@ -555,9 +523,6 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             recalled_memories=[h.memory for h in result.hits],
             previous_text=before,
         )
-
-
-_CORRECTION = re.compile(r"(不对|不是|错了|搞错|说错|wrong|incorrect|that's not|that is not|no,)", re.IGNORECASE)
 
 
 def _feedback_from_user(tenant: Tenant, extraction: Any, previously_used: list[str]) -> None:
@@ -642,8 +607,6 @@ def _amnesia_check(reply_text: str, recall_empty: bool, current: dict[str, Any])
     one per streak). ``current`` holds the session's ``empty_recall_streak``
     and ``amnesia_alerted``, read under its lock. Returns the new streak and
     the phrase that fires the alert (None: no alert this turn)."""
-    from memory.health import amnesia_phrase
-
     if not recall_empty:
         return 0, None
     streak = current["empty_recall_streak"] + 1
@@ -652,8 +615,6 @@ def _amnesia_check(reply_text: str, recall_empty: bool, current: dict[str, Any])
 
 
 def _amnesia_alert(tenant: Tenant, session: ChatSession, reply: Message, phrase: str) -> None:
-    from memory.models import AmnesiaAlert
-
     AmnesiaAlert.objects.create(tenant=tenant, session=session, message=reply, phrase=phrase)
     metrics.AMNESIA_ALERTS.labels(tenant=tenant.slug).inc()
     logger.warning("amnesia alert in session %s (tenant %s): %r", session.pk, tenant.slug, phrase)

@@ -44,7 +44,7 @@ def do_open_session(tenant: Tenant, end_user_external_id: str, metadata: dict[st
     session = ChatSession.objects.create(
         tenant=tenant, end_user=end_user, metadata=metadata, created_at=now, last_activity_at=now, expires_at=expires_at
     )
-    # Created here rather than on the first turn (``chat.services.execution_context`` still creates it for
+    # Created here rather than on the first turn (``chat.context.execution_context`` still creates it for
     # sessions opened before this was so): four statements less in a customer's first reply.
     ExecutionContext.objects.create(tenant=tenant, session=session)
     return OpenedSession(session=session, token=issue_token(tenant.pk, session.pk), expires_at=expires_at)

@@ -8,8 +8,7 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 from procrastinate.exceptions import JobAborted
 
-BATCH_QUEUE = "batches"
-RUN_BATCH = "memdesk.run_batch"
+from chat.batches import BATCH_QUEUE, RUN_BATCH, run_batch
 
 
 # Retries are safe: the batch resumes after its last finished item. A worker
@@ -21,8 +20,6 @@ RUN_BATCH = "memdesk.run_batch"
     retry=RetryStrategy(max_attempts=50, wait=2),
 )
 def run_batch_task(context: JobContext, tenant_id: str, task_id: str) -> str:
-    from chat.batches import run_batch
-
     try:
         status = run_batch(tenant_id, task_id, should_stop=context.should_abort)
     finally:

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
+from chat.context import ToolBusy, do_finish_tool_call, do_start_tool_call, execution_context, session_tool_lock
 from chat.models import ExecutionContext
+from chat.prepared import PreparedTurn
 from chat.tokens import count_tokens, render_message
 from config.db.sql import unit_of_work
 from conversations.models import ChatSession, Message
 from memory import metrics
+from memory.compression import compress_tool_result
+from memory.redaction import redact_obj
 from tenants.models import Tenant
-
-if TYPE_CHECKING:
-    from chat.services import PreparedTurn
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +51,6 @@ def tool_message(name: str, result: Any) -> dict[str, Any]:
     """The ``tool`` message that reports a call's answer to the model:
     compact JSON (S15), secrets redacted, marker-like markup defused (the
     answer is untrusted text)."""
-    from memory.compression import compress_tool_result
-    from memory.redaction import redact_obj
-
     text = prompt_mod.dumps_compact(redact_obj(result))
     if len(text) > MAX_TOOL_MESSAGE_CHARS:
         text = prompt_mod.dumps_compact({"summary": compress_tool_result(result), "truncated": True})
@@ -110,9 +108,6 @@ async def run_tool_call(
     record the answer. Returns the context as written and the tool message
     for the model. A tool that is unknown, gets bad arguments, fails or times
     out yields a structured error; the turn goes on."""
-    from chat.context import ToolBusy, do_finish_tool_call, do_start_tool_call, session_tool_lock
-    from chat.services import execution_context
-
     function = call.get("function") or {}
     name = str(function.get("name") or "")[:100]
     arguments = function.get("arguments")

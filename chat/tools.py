@@ -41,7 +41,6 @@ from tenants.signing import signed_headers
 
 NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 MIN_TIMEOUT_S, MAX_TIMEOUT_S, DEFAULT_TIMEOUT_S = 1, 60, 10
-MAX_DESCRIPTION = 1024
 #: A schema this big is a mistake, and every turn sends it to the model.
 MAX_SCHEMA_BYTES = 16 * 1024
 #: The most of a tenant's answer that is read; a bigger one is a bad response.

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import batches, sessions, tools
+from chat import context as context_mod
 from chat import services as chat_services
 from chat.serializers import (
     BatchCreatedOut,
@@ -127,7 +128,7 @@ class SessionContextView(APIView):
 
     @extend_schema(responses={200: ExecutionContextOut}, operation_id="get_context")
     def get(self, request: Request, session_id: str) -> Response:
-        context = chat_services.execution_context(request.tenant, request.chat_session)
+        context = context_mod.execution_context(request.tenant, request.chat_session)
         return Response(context.as_dict())
 
 

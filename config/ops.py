@@ -16,6 +16,10 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from config.errors import error_response
+from memory.health import combine, refresh_gauges, tenant_health
+from tenants.admin_base import member_tenant_ids
+from tenants.models import Tenant
+from tenants.rls import operator_scope
 
 
 @require_GET
@@ -84,10 +88,6 @@ def readyz(request: HttpRequest) -> JsonResponse:
 def memory_health(request: HttpRequest) -> JsonResponse:
     """``GET /memory/health``: a tenant API key sees its own tenant; a staff
     user sees every tenant they belong to (all, for a superuser)."""
-    from memory.health import combine, tenant_health
-    from tenants.admin_base import member_tenant_ids
-    from tenants.models import Tenant
-
     if request.method != "GET":
         return error_response(405, "method_not_allowed", "Use GET.")
     if request.tenant is not None:
@@ -107,10 +107,6 @@ def metrics_view(request: HttpRequest) -> Any:
     """django-prometheus' exporter, after refreshing the memory-health gauges
     from the database (and letting a low freshness trigger its cleanup)."""
     from django_prometheus.exports import ExportToDjangoView
-
-    from memory.health import refresh_gauges
-    from tenants.models import Tenant
-    from tenants.rls import operator_scope
 
     with operator_scope():  # the exporter speaks for every tenant, visibly
         refresh_gauges(list(Tenant.objects.order_by("slug")))

@@ -179,7 +179,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 #: Longer than channels_redis's 5 s blocking read (see CHANNEL_LAYERS).
 REDIS_SOCKET_TIMEOUT_S = 30
 if REDIS_URL:
-    from config.redis import channel_layer_host
+    from config.redis import channel_layer_host  # only a deployment with Redis needs its client
 
     CHANNEL_LAYERS = {
         "default": {

@@ -1,5 +1,6 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from chat import pages as chat_pages
@@ -30,6 +31,11 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # Sessions and messages moved to the conversations app: staff's bookmarks of their admin pages still work.
+    re_path(
+        r"^admin/chat/(?P<model>chatsession|message)/(?P<rest>.*)$",
+        RedirectView.as_view(url="/admin/conversations/%(model)s/%(rest)s", permanent=True, query_string=True),
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 from datetime import UTC, datetime
+
+from config.env import envbool
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def _run() -> None:
 
 def start() -> None:
     """Warm up on a daemon thread, once per process, unless ``MEMDESK_WARMUP=0``."""
-    if os.environ.get("MEMDESK_WARMUP", "1") == "0" or _started.is_set():
+    if not envbool("MEMDESK_WARMUP", True) or _started.is_set():
         return
     _started.set()
     threading.Thread(target=_run, name="memdesk-warmup", daemon=True).start()

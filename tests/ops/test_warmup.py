@@ -6,7 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config import warmup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,3 +53,23 @@ def test_warm_up_can_be_turned_off():
     threads, rest = _probe(MEMDESK_WARMUP="0")
     assert threads == "0"
     assert rest.startswith("False []")
+
+
+@pytest.mark.parametrize("value", ["0", "false", "no", "off", "FALSE"])
+def test_warm_up_is_off_for_every_false_spelling(monkeypatch, value):
+    # given a process that has not warmed up, and the variable spelled as any other boolean of memdesk's
+    monkeypatch.setattr(warmup, "_started", threading.Event())
+    monkeypatch.setenv("MEMDESK_WARMUP", value)
+    # when the server starts
+    warmup.start()
+    # then no warm-up thread was started
+    assert not warmup._started.is_set()
+    assert not [t for t in threading.enumerate() if t.name == "memdesk-warmup"]
+
+
+def test_a_value_that_is_no_boolean_stops_the_start_naming_the_variable(monkeypatch):
+    monkeypatch.setattr(warmup, "_started", threading.Event())
+    monkeypatch.setenv("MEMDESK_WARMUP", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="MEMDESK_WARMUP"):
+        warmup.start()
+    assert not warmup._started.is_set()

@@ -26,7 +26,7 @@ def _login(user) -> Client:
 
 def test_owner_sees_only_own_tenant_sessions(staff, sessions):
     a, g = sessions
-    page = _login(staff["owner_a"]).get("/admin/chat/chatsession/")
+    page = _login(staff["owner_a"]).get("/admin/conversations/chatsession/")
     assert page.status_code == 200
     html = page.content.decode()
     assert str(a.pk) in html
@@ -36,11 +36,11 @@ def test_owner_sees_only_own_tenant_sessions(staff, sessions):
 def test_outsider_cannot_open_another_tenants_session(staff, sessions):
     a, _ = sessions
     client = _login(staff["outsider"])
-    response = client.get(f"/admin/chat/chatsession/{a.pk}/change/")
+    response = client.get(f"/admin/conversations/chatsession/{a.pk}/change/")
     # the admin redirects to its index for an object it cannot see
     assert response.status_code in (302, 403, 404)
-    listing = _login(staff["outsider"]).get("/admin/chat/chatsession/").content.decode()
-    assert f"/admin/chat/chatsession/{a.pk}/change/" not in listing
+    listing = _login(staff["outsider"]).get("/admin/conversations/chatsession/").content.decode()
+    assert f"/admin/conversations/chatsession/{a.pk}/change/" not in listing
     assert "alice-of-acme" not in listing
 
 
@@ -57,9 +57,9 @@ def test_outsider_does_not_see_other_end_users_or_tenants(staff, sessions):
 def test_agent_may_view_but_not_change(staff, sessions):
     a, _ = sessions
     client = _login(staff["agent_a"])
-    assert client.get(f"/admin/chat/chatsession/{a.pk}/change/").status_code == 200
+    assert client.get(f"/admin/conversations/chatsession/{a.pk}/change/").status_code == 200
     response = client.post(
-        f"/admin/chat/chatsession/{a.pk}/change/",
+        f"/admin/conversations/chatsession/{a.pk}/change/",
         {"status": "closed", "metadata": "{}", "last_activity_at_0": "2026-01-01", "last_activity_at_1": "00:00:00"},
     )
     assert response.status_code == 403
@@ -67,7 +67,7 @@ def test_agent_may_view_but_not_change(staff, sessions):
 
 def test_superuser_sees_every_tenant(staff, sessions):
     a, g = sessions
-    html = _login(staff["root"]).get("/admin/chat/chatsession/").content.decode()
+    html = _login(staff["root"]).get("/admin/conversations/chatsession/").content.decode()
     assert str(a.pk) in html
     assert str(g.pk) in html
 
@@ -119,11 +119,22 @@ def test_a_member_of_two_tenants_filters_by_both_and_superusers_by_all(staff, se
     initech = do_create_tenant("initech", "Initech").tenant
     Membership.objects.create(user=staff["owner_a"], tenant=initech, role=Membership.Role.AGENT)
     # when
-    mine = _login(staff["owner_a"]).get("/admin/chat/chatsession/").content.decode()
-    everything = _login(staff["root"]).get("/admin/chat/chatsession/").content.decode()
+    mine = _login(staff["owner_a"]).get("/admin/conversations/chatsession/").content.decode()
+    everything = _login(staff["root"]).get("/admin/conversations/chatsession/").content.decode()
     # then
     assert f"?tenant__id__exact={initech.pk}" in mine
     assert "globex" not in mine
     assert "?tenant__id__exact=" in everything
     assert "globex" in everything
     assert f"?tenant__id__exact={initech.pk}" in everything
+
+
+def test_a_bookmark_of_the_old_session_admin_page_still_leads_there(staff, acme):
+    # given a staff member who bookmarked the sessions page when it lived under /admin/chat/
+    client = _login(staff["owner_a"])
+    # when they open the bookmark, with its filter
+    response = client.get("/admin/chat/chatsession/?status__exact=open")
+    # then they land on the same page at its new address
+    assert response.status_code == 301
+    assert response["Location"] == "/admin/conversations/chatsession/?status__exact=open"
+    assert client.get(response["Location"]).status_code == 200

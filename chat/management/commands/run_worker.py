@@ -23,14 +23,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from chat.batches import BATCH_QUEUE, RUN_BATCH
+from memory.management.commands.index_messages import index_all_pending
+
 logger = logging.getLogger("chat.worker")
 
 
 async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
     """Queue again the batch jobs of workers silent for ``stalled_after``
     seconds; returns how many."""
-    from chat.tasks import RUN_BATCH
-
     jobs = await app.job_manager.get_stalled_jobs(task_name=RUN_BATCH, seconds_since_heartbeat=stalled_after)
     for job in jobs:
         await app.job_manager.retry_job(job)
@@ -42,8 +43,6 @@ async def index_unwritten_memory() -> int:
     """Write the conversation memory of messages whose turn did not (``manage.py index_messages``)."""
     from asgiref.sync import sync_to_async
     from django.db import connections
-
-    from memory.management.commands.index_messages import index_all_pending
 
     def sweep() -> int:
         try:
@@ -97,8 +96,6 @@ class Command(BaseCommand):
             asyncio.run(self._run(app, options))
 
     async def _run(self, app: Any, options: Any) -> None:
-        from chat.tasks import BATCH_QUEUE
-
         async with app.open_async():
             recovered = await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
             indexed = await index_unwritten_memory()
