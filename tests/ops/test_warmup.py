@@ -1,5 +1,5 @@
 """A server worker loads its models on a background thread as it starts, so the first customer of a fresh
-worker does not wait for them (config/warmup.py)."""
+worker does not wait for them (chat/warmup.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config import warmup
+from chat import warmup
 
 REPO = Path(__file__).resolve().parents[2]
 

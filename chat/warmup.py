@@ -24,7 +24,11 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from chat.summary import summarize
+from chat.tokens import count_tokens
 from config.env import envbool
+from memory import embeddings
+from memory.rules import extract_facts
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +43,6 @@ _SAMPLE = {
 
 def warm_up() -> float:
     """Load the models and dictionaries a chat turn uses; returns the seconds it took."""
-    from chat.summary import summarize
-    from chat.tokens import count_tokens
-    from memory import embeddings
-    from memory.rules import extract_facts
-
     started = time.perf_counter()
     for model in dict.fromkeys([embeddings.DEFAULT_MODEL, *embeddings.LANGUAGE_DEFAULTS.values()]):
         embeddings.embed_one(_SAMPLE["zh"], model=model, kind="query")
