@@ -207,7 +207,7 @@ def turn_histograms(base: str) -> dict[str, dict[str, Any]]:
 def histogram_summary(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """n, exact mean and p50/p95 (ms) of what a histogram recorded between two scrapes; the quantiles are
     interpolated within buckets as PromQL's ``histogram_quantile`` does, so they are only as fine as the
-    buckets (memory.metrics.TURN_BUCKETS: 10 ms steps around the 50 ms target)."""
+    buckets (chat.metrics.TURN_BUCKETS: 10 ms steps around the 50 ms target)."""
     n = after["count"] - before["count"]
     if n <= 0:
         return {"n": 0}

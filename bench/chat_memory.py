@@ -1,7 +1,7 @@
 """Long-term memory measured on the path users run: conversations enter through the chat turn, questions are
 asked where a returning customer's are answered.
 
-- **Ingest**: every dialogue turn goes through ``chat.services.run_turn`` — the function the WebSocket consumer
+- **Ingest**: every dialogue turn goes through ``chat.turn.run_turn`` — the function the WebSocket consumer
   and the REST endpoint call — against the fake Ollama (``tests.fake_ollama.FakeOllama``, a real HTTP server on
   127.0.0.1, in this process), whose reply to each turn is the dataset's agent turn (a short acknowledgement
   that carries no fact where the dataset has none). Per dialogue: a tenant set up as the other benchmarks do
@@ -99,7 +99,7 @@ import retrieval  # noqa: E402
 DB_NAME = "memdesk_bench_chat_memory"
 ZH_CS_DATA = common.BENCH_DIR / "data" / "zh_cs_memory.json"
 PATH_MEASURED = (
-    "ingest: chat.services.run_turn with the fake model answering; "
+    "ingest: chat.turn.run_turn with the fake model answering; "
     "recall: memory.recall.recall(k=10) in a new session of the same end user"
 )
 KS = (1, 5, 10)
@@ -539,13 +539,22 @@ class Ingested:
 
 class FakeModel:
     """The fake Ollama's reply source: answers every ``/api/chat`` request with the reply set for the turn
-    under way, and checks that the request is for that turn's user message (the prompt's last message)."""
+    under way, and checks that the request is for that turn's user message (the prompt's last message).
 
-    def __init__(self) -> None:
+    ``use_every`` N > 0: every N-th request whose prompt shows recalled memories, the reply also quotes the
+    first of them (recall's best), as a model that uses its memory would — so the reply, which decides which
+    memories count as used or ignored, depends on what was recalled and not only on the script. ``sent`` is
+    the reply last sent."""
+
+    def __init__(self, use_every: int = 0) -> None:
         self.reply = ""
         self.expect = ""
+        self.sent = ""
         self.requests = 0
         self.prompt_mismatches = 0
+        self.use_every = use_every
+        self.with_memories = 0
+        self.quoted = 0
 
     def __call__(self, body: dict[str, Any]) -> Any:
         from tests.fake_ollama import Reply
@@ -554,7 +563,14 @@ class FakeModel:
         messages = body.get("messages") or [{}]
         if self.expect not in str(messages[-1].get("content", "")):
             self.prompt_mismatches += 1
-        return Reply(text=self.reply)
+        self.sent = self.reply
+        shown = re.findall(r"^- \[\w+\] (.+)$", str(messages[0].get("content", "")), flags=re.MULTILINE)
+        if self.use_every and shown:
+            self.with_memories += 1
+            if self.with_memories % self.use_every == 0:
+                self.quoted += 1
+                self.sent = f"{self.reply} {shown[0]}"
+        return Reply(text=self.sent)
 
 
 def _exchanges(session: Session, language: str) -> list[tuple[str, str | None, str, str | None]]:
@@ -574,8 +590,12 @@ def _exchanges(session: Session, language: str) -> list[tuple[str, str | None, s
     return out
 
 
+#: ``Tenant.settings`` for the measured tenants (``--tenant-settings``), e.g. ``{"auto_ignore": true}``.
+TENANT_SETTINGS: dict[str, Any] = {}
+
+
 def make_tenant(slug: str, language: str) -> Any:
-    return common.make_tenant(slug, language=language).tenant
+    return common.make_tenant(slug, language=language, settings=TENANT_SETTINGS).tenant
 
 
 def open_session(tenant: Any, end_user: str, metadata: dict[str, Any]) -> Any:
@@ -583,7 +603,7 @@ def open_session(tenant: Any, end_user: str, metadata: dict[str, Any]) -> Any:
 
 
 async def _ingest(ing: Ingested, sessions: list[Any], fake: FakeModel, llm: Any, progress: Callable[[], None]) -> None:
-    from chat.services import run_turn
+    from chat.turn import run_turn
 
     dialogue = ing.dialogue
     for session, dsession in zip(sessions, dialogue.sessions, strict=True):
@@ -615,7 +635,7 @@ async def _ingest(ing: Ingested, sessions: list[Any], fake: FakeModel, llm: Any,
                 ing.after_ms.append((ended - done_at[0]) * 1000)
             else:
                 ing.errors["on_done was not called"] += 1
-            if result.reply != reply:
+            if result.reply != (fake.sent or reply):
                 ing.reply_mismatches += 1
             if user_id:
                 ing.turn_of_message[result.message_id] = user_id
@@ -778,6 +798,31 @@ def ask(dataset: Dataset, ingested: list[Ingested]) -> Asked:
     return out
 
 
+def feedback_state(tenant_ids: list[Any]) -> dict[str, Any]:
+    """What the turns' feedback left: use and ignore events, the live memories' relevance scores, and the
+    share of replies whose recall asked to confirm (best relevance_score below 0.7). Every tenant of the run at
+    once: it opts out of row-level security (``operator_scope``), a read for the record."""
+    from django.db import connection
+
+    from tenants.rls import operator_scope
+
+    with operator_scope(), connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT (SELECT count(*) FROM memory_memoryevent WHERE tenant_id = ANY(%(t)s) AND kind = 'use'),
+                      (SELECT count(*) FROM memory_memoryevent WHERE tenant_id = ANY(%(t)s) AND kind = 'ignore'),
+                      avg(relevance_score), avg((relevance_score < 0.7)::int),
+                      (SELECT avg((data->>'needs_confirmation')::boolean::int) FROM chat_message
+                       WHERE tenant_id = ANY(%(t)s) AND role = 'assistant')
+               FROM memory_memoryunit WHERE tenant_id = ANY(%(t)s) AND superseded_at IS NULL""",
+            {"t": tenant_ids},
+        )
+        used, ignored, mean, low, confirm = cursor.fetchone()
+    return {
+        "use_events": used, "ignore_events": ignored, "mean_relevance_score": round(float(mean or 0), 3),
+        "share_below_0_7": round(float(low or 0), 3), "replies_asking_to_confirm": round(float(confirm or 0), 3),
+    }  # fmt: skip
+
+
 # --- storage ----------------------------------------------------------------------------------------------------
 
 _TABLES = ("memory_memoryunit", "memory_memoryevent", "chat_message")
@@ -875,7 +920,16 @@ def main() -> None:
         help="also ask every question with these recall settings (settings.MEMDESK_RECALL, e.g. "
         "'{\"recency_weight\": 1.0}'), on the same ingest; repeatable. The default settings stay the figure.",
     )  # fmt: skip
+    parser.add_argument(
+        "--tenant-settings", default="{}", metavar="JSON",
+        help="Tenant.settings for the measured tenants, e.g. '{\"auto_ignore\": true}' (automatic ignored feedback)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fake-uses-memory", type=int, default=0, metavar="N",
+        help="every N-th turn whose prompt shows memories, the fake's reply also quotes the first one (0: never)",
+    )  # fmt: skip
     args = parser.parse_args()
+    TENANT_SETTINGS.update(json.loads(args.tenant_settings))
     started = time.perf_counter()
 
     max_turns = args.max_turns or None
@@ -915,10 +969,18 @@ def main() -> None:
             "dataset_turns": n_turns,
             "questions": len(dataset.asked),
         },
-        "setup": {"k": RECALL_K, "record": False, "rate_limits": common.RATE_LIMITS, "ack": ACK, "filler": FILLER},
+        "setup": {
+            "k": RECALL_K,
+            "record": False,
+            "rate_limits": common.RATE_LIMITS,
+            "ack": ACK,
+            "filler": FILLER,
+            "tenant_settings": TENANT_SETTINGS,
+            "fake_uses_memory_every": args.fake_uses_memory,
+        },
     }
 
-    fake = FakeModel()
+    fake = FakeModel(use_every=args.fake_uses_memory)
     with FakeOllama(default_reply=fake) as server:
         settings.OLLAMA_HOST = server.host  # what chat.llm.get_llm() would use too
         clear_context_cache()
@@ -926,7 +988,7 @@ def main() -> None:
         # loads the tokenizer, jieba and the encoders (seconds).
         ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
         before = relation_bytes()
-        common.log("ingest through chat.services.run_turn")
+        common.log("ingest through chat.turn.run_turn")
         ingested = ingest(dataset, server.host, fake)
         show_requests = len(server.show_requests)
     turns = sum(i.turns for i in ingested)
@@ -948,6 +1010,7 @@ def main() -> None:
         "model_requests": fake.requests,
         "model_show_requests": show_requests,
         "prompt_mismatches": fake.prompt_mismatches,
+        "replies_quoting_a_memory": fake.quoted,
         "reply_mismatches": sum(i.reply_mismatches for i in ingested),
         "per_dialogue": {
             i.dialogue.id: {
@@ -966,6 +1029,8 @@ def main() -> None:
                f"{dict(errors) or 'none'}")  # fmt: skip
     tenant_ids = list({i.tenant.pk for i in ingested})
     results["storage"] = storage(tenant_ids, before, turns)
+    results["feedback"] = feedback_state(tenant_ids)
+    common.log(f"  feedback: {results['feedback']}")
 
     common.log("questions through memory.recall.recall in a new session of each end user")
     asked = ask(dataset, ingested)

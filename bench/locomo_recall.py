@@ -3,7 +3,7 @@ an UPPER BOUND, not the product's figure.
 
 UPPER BOUND: both modes write the LoCoMo turns straight into the store (``do_write_memory``, with batch embeddings
 and the dataset's own dates): no user's conversation does this; the product's figure is ``bench/chat_memory.py``
-(turns sent through ``chat.services.run_turn``, questions recalled in a new session of the same end user). What
+(turns sent through ``chat.turn.run_turn``, questions recalled in a new session of the same end user). What
 this benchmark measures is recall over an ideal store, and what its fusion knobs are tuned on.
 
 Data: ``/work/shared/bench/locomo10.json`` — LoCoMo (Maharana et al., "Evaluating Very Long-Term Conversational
@@ -12,7 +12,7 @@ licensed CC BY-NC 4.0: non-commercial evaluation use only; not shipped with the 
 
 For each conversation: one tenant, one end user, one session.
 
-- ``turns`` mode: every turn stored through ``memory.services.do_write_memory`` as ``fact_reference`` memories,
+- ``turns`` mode: every turn stored through ``memory.store.do_write_memory`` as ``fact_reference`` memories,
   content "Speaker: text" (a shared photo's caption appended as "[shared a photo: …]"); a turn longer than 150
   characters is split into units of at most 150 characters at sentence boundaries (then clause, then word
   boundaries — every word is kept; never ``text[:n]``), each unit carrying ``data={"dia_id": …, "date": …}``.
@@ -232,7 +232,7 @@ def open_store(slug: str, conv: Conversation) -> Store:
 
 
 def write_turn_units(store: Store, units: list[tuple[Turn, str]], vectors: Any) -> None:
-    from memory import services
+    from memory import store as memory_store
 
     # The conversation each unit came from, as the product's extraction passes it: the turn before and the
     # unit's own whole turn (a long turn's units share it).
@@ -240,7 +240,7 @@ def write_turn_units(store: Store, units: list[tuple[Turn, str]], vectors: Any) 
     for (turn, content), vector in zip(units, vectors, strict=True):
         before = previous.get(turn.dia_id)
         context = f"{before.speaker}: {before.text}\n" if before else ""
-        res = services.do_write_memory(
+        res = memory_store.do_write_memory(
             store.tenant, store.session, type="fact_reference", content=content,
             data={"dia_id": turn.dia_id, "date": turn.date_label}, expires_in=TEN_YEARS, now=turn.when,
             embedding=vector, context=context + f"{turn.speaker}: {turn.text}",

@@ -598,8 +598,8 @@ def common_now() -> datetime:
 def build_pool(rng: random.Random, size: int) -> World:
     """``size`` distinct texts per (type, keyed, language) in proportion, embedded for real."""
     from memory import embeddings
+    from memory.indexing import search_fields
     from memory.recall import _vector_literal
-    from memory.services import _search_fields
 
     g = Gen(rng)
     world = World()
@@ -625,7 +625,7 @@ def build_pool(rng: random.Random, size: int) -> World:
             f"({len(world.pool) / (t.ms / 1000):.0f}/s)"
         )
         world.vec_literals[model] = [_vector_literal(v) for v in vectors]
-    world.search_texts = [_search_fields(p.content, p.key, p.data) for p in world.pool]
+    world.search_texts = [search_fields(p.content, p.key, p.data) for p in world.pool]
     return world
 
 
@@ -763,8 +763,8 @@ def check_hit(memory: Any, user: User, as_of: datetime) -> list[str]:
 
 
 def visible_count(user: User, as_of: datetime) -> int:
+    from memory.fetch import scope_q, valid_q
     from memory.models import MemoryUnit
-    from memory.services import scope_q, valid_q
     from tenants.rls import tenant_scope
 
     with tenant_scope(user.tenant):
@@ -1078,8 +1078,8 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     """Write rate per process, with the embedding, on a fresh tenant with 5 open sessions; ``n`` new memories
     per path, each path with its own texts (60% unkeyed, 40% keyed, so keyed ones replace earlier values):
 
-    - ``inline``: one ``memory.services.do_write_memory`` call per memory (its own transaction and embedding);
-    - ``batch_<B>``: ``memory.services.write_memories`` with ``B`` items of one session per call (one
+    - ``inline``: one ``memory.store.do_write_memory`` call per memory (its own transaction and embedding);
+    - ``batch_<B>``: ``memory.store.write_memories`` with ``B`` items of one session per call (one
       ``embed()`` call and one transaction per batch; extraction writes a message's facts this way);
     - ``repeat``: ``n // 5`` live keyed facts written again unchanged through ``do_write_memory`` (a
       confirmation: lookup and update, no embedding).
@@ -1088,7 +1088,7 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     call (validation, jieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and
     ``postgres_cpu_ms`` are the CPU time of this process and of its PostgreSQL backend per memory: the cost of
     a write, which other jobs on a shared machine change much less than they change the wall-clock rate."""
-    from memory import services
+    from memory import store
     from memory.models import MemoryUnit
     from tenants.rls import tenant_scope
 
@@ -1114,7 +1114,7 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     inline = texts()
     with IngestClock(tenant) as clock:
         for i, text in enumerate(inline):
-            res = services.do_write_memory(
+            res = store.do_write_memory(
                 tenant, sessions[i % len(sessions)], type=text.type, content=text.content, key=text.key,
                 data=text.data, expires_in=30 * DAY, embedding=clock.embed([text])[0],
             )  # fmt: skip
@@ -1127,12 +1127,12 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
             for b, first in enumerate(range(0, n, size)):
                 batch = batch_texts[first : first + size]
                 items = [
-                    services.MemoryItem(
+                    store.MemoryItem(
                         type=t.type, content=t.content, key=t.key, data=t.data, expires_in=30 * DAY, embedding=v
                     )
                     for t, v in zip(batch, clock.embed(batch), strict=True)
                 ]
-                for res in services.write_memories(tenant, sessions[b % len(sessions)], items):
+                for res in store.write_memories(tenant, sessions[b % len(sessions)], items):
                     outcomes[res.outcome] += 1
         paths[f"batch_{size}"] = clock.figures(n, outcomes)
     with tenant_scope(tenant):
@@ -1146,7 +1146,7 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     outcomes = Counter()
     with IngestClock(tenant) as clock:  # a confirmation computes no embedding
         for memory in live:
-            res = services.do_write_memory(
+            res = store.do_write_memory(
                 tenant, memory.session or by_user[memory.end_user_id], type=memory.type, content=memory.content,
                 key=memory.key, data=memory.data, expires_in=30 * DAY,
             )  # fmt: skip

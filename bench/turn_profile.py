@@ -8,7 +8,7 @@ histograms of ``memory/metrics.py``) — the figures behind the chat-load target
     nice -n 5 .venv/bin/python bench/turn_profile.py --sessions 20 --turns 6
     nice -n 5 .venv/bin/python bench/turn_profile.py --cprofile bench/out/turn.prof
 
-The turn runs exactly as in the server (``chat.services.run_turn``); its units
+The turn runs exactly as in the server (``chat.turn.run_turn``); its units
 of work, which the server hands to a thread pool, run inline on the event
 loop's thread here (the loop's default executor is one that runs a call at
 once), so one profiler sees all of them. ``--cprofile`` adds a table of the
@@ -56,24 +56,24 @@ DB = "memdesk_bench_turn"
 
 #: (module, function, stage name): the finer stages read from ``--cprofile``. A stage includes what it calls.
 STAGES = [
-    ("chat.services", "store_user_message", "store"),
-    ("chat.services", "prepare_turn", "prepare"),
-    ("chat.services", "_turn_state", "prepare: session state"),
+    ("chat.messages", "store_user_message", "store"),
+    ("chat.prepare", "prepare_turn", "prepare"),
+    ("chat.prepare", "_turn_state", "prepare: session state"),
     ("memory.extraction", "extract_and_store", "extract"),
     ("memory.recall", "recall", "prepare: recall"),
     ("memory.embeddings", "embed_one", "embedding (each)"),
     ("chat.summary", "summarize", "prepare: summary"),
     ("chat.prompt", "build_prompt", "prepare: prompt"),
-    ("chat.services", "finish_turn", "finish"),
-    ("memory.services", "apply_feedback", "feedback (batch)"),
+    ("chat.finish", "finish_turn", "finish"),
+    ("memory.feedback", "apply_feedback", "feedback (batch)"),
     ("memory.health", "check_after_turn", "finish: health check"),
-    ("chat.services", "index_messages", "index: conversation units (after done)"),
+    ("memory.conversation", "index_messages", "index: conversation units (after done)"),
     ("memory.conversation", "message_units", "index: split and facts"),
 ]
 
 #: The product's own stage histograms: (metric module, attribute, stage label values).
 HISTOGRAMS = [
-    ("memory.metrics", "TURN_STAGE", "turn stage"),
+    ("chat.metrics", "TURN_STAGE", "turn stage"),
     ("memory.metrics", "RECALL_LATENCY", "recall stage"),
 ]
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None, *, execute_wrapper: Callable[..., Any] |
     from django.db.backends.signals import connection_created
 
     from chat.llm import OllamaChat
-    from chat.services import run_turn
+    from chat.turn import run_turn
     from tests.fake_ollama import FakeOllama, Reply
 
     tenant = make_tenant(f"turn-{random.randrange(10**8)}").tenant

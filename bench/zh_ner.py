@@ -9,7 +9,7 @@ Data: ``bench/data/zh_ner.json``, customer-service lines written and labelled
 by hand (PER, LOC, ORG; conventions in the file). Taggers:
 
 - ``jieba`` — every token tagged ``nr*``/``ns``/``nt`` (via
-  ``memory.compression.pos_cut``, memdesk's jieba);
+  ``memory.text.pos_cut``, memdesk's jieba);
 - ``jieba + filters`` — the word filters memdesk applies to those tags:
   at least two characters, ``ns`` not in ``rules._NOT_PLACES``, a person only
   when ``compression.is_chinese_name`` accepts it;
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gold = {(i, start, end, kind) for i, s in enumerate(sentences) for start, end, kind in s["spans"]}
     log(f"{len(sentences)} sentences, {len(gold)} entities: {dict(Counter(span[3] for span in gold))}")
 
-    from memory.compression import pos_cut
+    from memory.text import pos_cut
 
     started = time.perf_counter()
     pos_cut("预热")

@@ -24,19 +24,19 @@ job, and the worker cannot see the job before the batch is committed.
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
 from django.utils import timezone
 from procrastinate.contrib.django import app as jobs
 
+from chat import metrics
 from chat import tools as tools_mod
 from chat.models import Batch, Tool
 from config.errors import ApiError, NotFound
+from config.ids import parse_uuid
 from conversations.access import require_session_id
 from conversations.models import ChatSession
-from memory import metrics
-from memory import services as memory_services
+from memory import store as memory_store
 from memory.models import MemoryType
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -129,10 +129,7 @@ def do_create_batch(tenant: Tenant, session: ChatSession, *, tool_name: str, ite
 
 @require_session_id
 def get_batch(tenant: Tenant, session: ChatSession, task_id: Any) -> Batch:
-    try:
-        task_id = uuid.UUID(str(task_id))
-    except ValueError:
-        raise BatchNotFound("No such batch.") from None
+    task_id = parse_uuid(task_id, BatchNotFound("No such batch."))
     with tenant_scope(tenant):
         batch = Batch.objects.for_tenant(tenant).defer("items").filter(pk=task_id, session=session).first()
     if batch is None:
@@ -183,7 +180,7 @@ def progress_data(batch: Batch) -> dict[str, Any]:
 
 
 def _write_progress(tenant: Tenant, session: ChatSession, batch: Batch) -> None:
-    memory_services.do_write_memory(
+    memory_store.do_write_memory(
         tenant, session, type=MemoryType.BATCH_OPERATION, key=memory_key(batch.pk),
         content=progress_text(batch, tenant.language), data=progress_data(batch), expires_in=MEMORY_TTL_S,
     )  # fmt: skip

@@ -12,12 +12,13 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import ValidationError
 
-from chat import services
+from chat import metrics
+from chat.messages import InvalidMessage, RateLimited, check_message, list_messages, serialize_message
 from chat.prompt import ContextOverflow
+from chat.turn import TurnFailed, TurnInProgress, TurnResult, run_turn
 from config.db.sql import unit_of_work
 from config.errors import ApiError
 from config.text_input import InvalidJson, loads_bounded
-from memory import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -143,8 +144,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.error("turn_in_progress", "wait for the current reply before sending", retryable=True)
             return
         try:
-            services.check_message(frame.get("text"), frame.get("client_msg_id"))
-        except services.InvalidMessage as exc:
+            check_message(frame.get("text"), frame.get("client_msg_id"))
+        except InvalidMessage as exc:
             await self.error("bad_frame", exc.message)
             return
         self.replying = True
@@ -159,14 +160,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.error("bad_frame", "limit must be an integer between 1 and 200")
             return
         try:
-            page, has_more = await unit_of_work(services.list_messages)(
+            page, has_more = await unit_of_work(list_messages)(
                 self.tenant, self.session, before=frame.get("before"), limit=limit
             )
         except (ApiError, ValueError, ValidationError):
             await self.error("bad_frame", "before must be the id of a message of this session")
             return
         await self.send_json(
-            {"type": "history", "messages": [services.serialize_message(m) for m in page], "has_more": has_more}
+            {"type": "history", "messages": [serialize_message(m) for m in page], "has_more": has_more}
         )
 
     async def chat_frame(self, event: dict[str, Any]) -> None:
@@ -236,7 +237,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         async def on_delta(reply_id: str, piece: str) -> None:
             await self.broadcast({"type": "delta", "reply_id": reply_id, "text": piece})
 
-        async def on_done(result: services.TurnResult) -> None:
+        async def on_done(result: TurnResult) -> None:
             done = {
                 "type": "done",
                 "reply_id": result.reply_id,
@@ -251,19 +252,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
         try:
             try:
-                await services.run_turn(
+                await run_turn(
                     self.tenant, self.session, text, client_msg_id, on_ack=on_ack, on_delta=on_delta, on_done=on_done
                 )
-            except services.RateLimited as exc:
+            except RateLimited as exc:
                 await self.final_error("rate_limited", exc.message, retryable=True)
                 await self.close(code=4429)
                 return
-            except services.TurnFailed as exc:
+            except TurnFailed as exc:
                 await self.final_error(
                     exc.code, exc.message, retryable=exc.retryable, message_id=exc.message_id or None
                 )
                 return
-            except services.TurnInProgress as exc:  # another connection's turn is answering this client_msg_id
+            except TurnInProgress as exc:  # another connection's turn is answering this client_msg_id
                 await self.final_error(
                     exc.code, exc.message, retryable=True, message_id=exc.message_id, retry_after=exc.retry_after
                 )
@@ -271,7 +272,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             except ContextOverflow as exc:
                 await self.final_error(exc.code, exc.message)
                 return
-            except services.InvalidMessage as exc:
+            except InvalidMessage as exc:
                 await self.final_error("bad_frame", exc.message)
                 return
             except Exception:

@@ -20,6 +20,14 @@ those of the call whose answer ``last_tool_result`` is (API.md).
 
 Secrets in an answer (tokens, API keys, passwords) are redacted before the
 answer enters the context, the prompt, the audit message or memory.
+
+``session_variables`` (S1: 「当前会话的临时变量（如{"cart_items": 3,
+"discount_applied": True}）」) are written two ways, both merged the same
+(:func:`merge_session_variables`: keys replace, ``null`` removes, at most
+``MAX_SESSION_VARIABLES_BYTES`` of JSON): by the tenant's back end
+(``PATCH /api/v1/sessions/<id>/context``, :func:`do_update_session_variables`)
+and by a tool's answer ``{"result": …, "session_variables": {…}}`` in the
+same update as the answer. Each write bumps ``version`` like a tool call.
 """
 
 from __future__ import annotations
@@ -39,9 +47,10 @@ from chat.models import ExecutionContext
 from chat.prompt import dumps_compact
 from chat.tools import ToolOutcome
 from config.db.sql import unit_of_work
+from config.errors import ApiError
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
-from memory import services as memory_services
+from memory import store as memory_store
 from memory.compression import compress_tool_result
 from memory.models import MAX_CONTENT, MemoryType
 from memory.redaction import PLACEHOLDER_RE, redact_obj
@@ -114,6 +123,68 @@ def do_start_tool_call(tenant: Tenant, session: ChatSession, *, name: str, argum
     return context
 
 
+#: Session variables as compact JSON may take at most this many bytes (API.md: 4 KiB).
+MAX_SESSION_VARIABLES_BYTES = 4096
+#: A variable's name: what a prompt can show and a back end can name.
+MAX_VARIABLE_NAME = 64
+
+
+class ContextTooLarge(ApiError):
+    status = 400
+    code = "context_too_large"
+
+
+class InvalidSessionVariables(ApiError):
+    status = 400
+    code = "invalid_request"
+
+
+def merge_session_variables(current: dict[str, Any], changes: Any) -> dict[str, Any]:
+    """``current`` with ``changes`` merged: each key replaces, a ``None`` value removes it. Values are
+    redacted like a tool's answer (they enter the prompt). Raises ``InvalidSessionVariables`` for
+    anything but an object of named values, ``ContextTooLarge`` past ``MAX_SESSION_VARIABLES_BYTES``;
+    ``current`` is never changed."""
+    if not isinstance(changes, dict):
+        raise InvalidSessionVariables("session_variables must be a JSON object of variables")
+    for key in changes:
+        if not isinstance(key, str) or not 0 < len(key) <= MAX_VARIABLE_NAME:
+            raise InvalidSessionVariables(f"each session variable needs a name of 1 to {MAX_VARIABLE_NAME} characters")
+    merged = dict(current)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = redact_obj(value)
+    size = len(dumps_compact(merged).encode())
+    if size > MAX_SESSION_VARIABLES_BYTES:
+        raise ContextTooLarge(
+            f"session_variables would take {size} bytes of JSON; at most {MAX_SESSION_VARIABLES_BYTES} are kept"
+        )
+    return merged
+
+
+@require_session_id
+def do_update_session_variables(tenant: Tenant, session: ChatSession, changes: Any) -> ExecutionContext:
+    """The tenant's back end sets (or, with ``null``, removes) session variables; returns the context as
+    written. A refused change leaves the context as it was."""
+    with tenant_scope(tenant):
+        context = _locked_context(tenant, session)
+        context.session_variables = merge_session_variables(context.session_variables or {}, changes)
+        context.version += 1
+        context.updated_at = timezone.now()
+        context.save(update_fields=["session_variables", "version", "updated_at"])
+    return context
+
+
+def _answer_and_variables(result: Any) -> tuple[Any, Any]:
+    """A tool's answer and the session variables it sets, if it set any (``{"result": …,
+    "session_variables": {…}}``): the variables go to the context's own field, not its last result."""
+    if isinstance(result, dict) and "session_variables" in result:
+        rest = {key: value for key, value in result.items() if key != "session_variables"}
+        return rest, result["session_variables"]
+    return result, None
+
+
 def memory_content(name: str, result: Any) -> str:
     """The ``tool_result`` memory's text: the tool's name and its answer
     compressed (secrets removed) to fit 150 characters."""
@@ -151,9 +222,13 @@ def do_finish_tool_call(
 ) -> ExecutionContext:
     """Update 2 of a tool call, with its audit message and (when the call
     succeeded) its ``tool_result`` memory, in one transaction. Returns the
-    context as written: the next prompt is built from exactly this."""
-    redacted = redact_obj(outcome.result)
-    content = memory_content(name, outcome.result) if outcome.ok else None
+    context as written: the next prompt is built from exactly this. A
+    successful answer may set session variables (``{"result": …,
+    "session_variables": {…}}``); variables that are refused (not an object,
+    too large) are logged and left as they were — the answer still counts."""
+    answer, variables = _answer_and_variables(outcome.result) if outcome.ok else (outcome.result, None)
+    redacted = redact_obj(answer)
+    content = memory_content(name, answer) if outcome.ok else None
     safe_args = redact_obj(arguments)
     with tenant_scope(tenant):
         ChatSession.objects.for_tenant(tenant).select_for_update().filter(pk=session.pk).first()
@@ -169,9 +244,23 @@ def do_finish_tool_call(
         context.current_tool = name
         context.tool_args = safe_args
         context.last_tool_result = redacted
+        if variables is not None:
+            try:
+                context.session_variables = merge_session_variables(context.session_variables or {}, variables)
+            except ApiError as exc:
+                logger.warning("session %s: tool %s set no session variables: %s", session.pk, name, exc.message)
         context.version += 1
         context.updated_at = timezone.now()
-        context.save(update_fields=["current_tool", "tool_args", "last_tool_result", "version", "updated_at"])
+        context.save(
+            update_fields=[
+                "current_tool",
+                "tool_args",
+                "last_tool_result",
+                "session_variables",
+                "version",
+                "updated_at",
+            ]
+        )
 
         messages = Message.objects.for_tenant(tenant)
         seq = (messages.filter(session=session).aggregate(m=Max("seq"))["m"] or 0) + 1
@@ -184,7 +273,7 @@ def do_finish_tool_call(
             },
         )  # fmt: skip
         if content is not None:
-            memory_services.do_write_memory(
+            memory_store.do_write_memory(
                 tenant, session, type=MemoryType.TOOL_RESULT, content=content, key=f"tool:{name}",
                 data=memory_data(name, redacted), source_message=audit, source_role=Message.Role.TOOL,
             )  # fmt: skip

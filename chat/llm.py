@@ -50,7 +50,7 @@ import httpx
 import ollama
 from asgiref.sync import async_to_sync
 
-from memory import metrics
+from chat import metrics
 
 logger = logging.getLogger(__name__)
 

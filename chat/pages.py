@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from conversations.models import ChatSession
+from memory.fetch import scope_q, valid_q
 from memory.models import MemoryUnit
-from memory.services import scope_q, valid_q
 from tenants.admin_base import member_tenant_ids
 
 

@@ -1,5 +1,6 @@
-"""``PreparedTurn``: what a turn's model calls need, handed from its steps (``chat.services``) to its
-tool calls (``chat.tool_calls``), which rebuild the prompt around the updated execution context."""
+"""``PreparedTurn``: what a turn's model calls need, made by ``chat.prepare``, handed by ``chat.turn`` to its
+tool calls (``chat.tool_calls``), which rebuild the prompt around the updated execution context, and to
+``chat.finish``."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ The prompt for one turn is::
                <|execution_context|>{compact JSON}          ← channel 1 (S1, S6)
                【对话摘要】…                                  ← channel 2 (S6)
                {recalled memories, best first}
-               {ask-to-confirm instruction}                 ← when recall was weak (S7)
+               {ask-to-confirm instruction}                 ← best relevance_score below 0.7 (S7)
+               {ask-for-the-fact instruction}               ← the question's user fact is not in memory
                <|context_reset|> {what it means}            ← after a topic switch (S10)
     user/assistant: the recent turns, oldest first (S2: at most 5)
     user:      the user's input
@@ -61,7 +62,7 @@ KEPT_CONTEXT_KEYS = ("current_tool", "tool_args")
 
 # Seed §4.2's role, for customer service. Unlike the seed's wording ("forget
 # every anchor when <|context_reset|> appears"), the anchor here is rebuilt
-# every turn from current memories, after the reset has cleared session_state,
+# every turn from current memories, after the reset has frozen session_state,
 # so it stays valid; what the reset voids is the earlier conversation.
 DEFAULT_ROLE = {
     "zh": (
@@ -86,6 +87,7 @@ _TEXT = {
         "memories": "【相关记忆】",
         "confirm": "召回的记忆不够可靠：如果回答依赖用户的订单、账户或之前提到的信息，请先向用户确认，不要猜测。",
         "forgotten": "用户说以下信息不是他本人的，已从记忆中删除；请在回复中告诉用户已删除：",
+        "ask_missing": "记忆中没有回答这个问题所需的用户信息，请先请用户提供，不要猜测：",
         "reset": "用户切换了话题：下面较早的对话属于上一个话题，仅作背景；<|memory_anchor|> 中的用户事实仍然有效。",
     },
     "en": {
@@ -104,7 +106,19 @@ _TEXT = {
             "The user says the following is not theirs; it has been removed from memory. Tell the user in your "
             "reply that it was removed: "
         ),
+        "ask_missing": "Memory holds none of the user's facts this question needs; ask the user for it, do not guess: ",
     },
+}
+
+#: The user facts a question can need (the rule stage's keys, ``memory.rewrite.rule_keys``), as the prompt asks
+#: for them when memory has none.
+MISSING_FACT_NAMES = {
+    "order_id": {"zh": "订单号", "en": "the order number"},
+    "tracking_number": {"zh": "物流单号", "en": "the tracking number"},
+    "phone": {"zh": "手机号", "en": "the phone number"},
+    "email": {"zh": "邮箱", "en": "the e-mail address"},
+    "address": {"zh": "收货地址", "en": "the delivery address"},
+    "name": {"zh": "姓名", "en": "the name"},
 }
 
 _MARKUP = re.compile(r"<(?=\||/?tool_call>|/?tool_response>|/?tools>)")
@@ -146,6 +160,9 @@ class PromptParts:
     language: str = "zh"
     #: Memories the user disowned this turn (「这不是我的电话」): the reply must acknowledge their removal.
     forgotten: list[str] = field(default_factory=list)
+    #: Keys of user facts the question needs and memory does not hold (「我的订单到哪了」 with no ``order_id``):
+    #: the model asks for them (``MISSING_FACT_NAMES``) instead of answering blind.
+    missing_facts: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -242,12 +259,15 @@ def _system_text(parts: PromptParts, state: _State, lang: str) -> str:
         sections.append("\n".join([text["memories"], *(f"- {defuse_markup(m)}" for _, m in state.memories)]))
     if parts.needs_confirmation:
         sections.append(text["confirm"])
+    missing = [MISSING_FACT_NAMES[k][lang] for k in parts.missing_facts if k in MISSING_FACT_NAMES]
+    if missing:
+        sections.append(text["ask_missing"] + text["fact_sep"].join(missing))
     if parts.forgotten:
         sections.append(text["forgotten"] + text["fact_sep"].join(defuse_markup(f) for f in parts.forgotten))
     if parts.context_reset:
         # Last in the system message, i.e. right before the recent turns: it
         # divides what is current (the anchor, context and memories above, all
-        # rebuilt after the reset cleared session_state) from the earlier talk
+        # rebuilt after the reset froze session_state) from the earlier talk
         # below. It cannot be a message of its own between the turns: Ollama
         # hoists every system message to the top of Qwen's template, and in a
         # user message it would read as something the user typed.

@@ -68,6 +68,15 @@ class MessageOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class SessionVariablesIn(serializers.Serializer):
+    """``PATCH …/context``: variables to set; a ``null`` value removes one (API.md)."""
+
+    session_variables = serializers.JSONField()
+
+    def validate_session_variables(self, value: Any) -> Any:
+        return field_json(value, field="session_variables")
+
+
 class ExecutionContextOut(serializers.Serializer):
     current_tool = serializers.CharField(allow_null=True)
     tool_args = serializers.JSONField(allow_null=True)

@@ -1,12 +1,18 @@
 """The summary channel of the prompt (S6): a keyword-weighted LexRank summary of the last 10 turns.
 
-``summarize`` ranks the sentences of the last :data:`WINDOW` turns with sumy's LexRank (jieba words for Chinese,
+A turn is an exchange (「对最近 10 轮对话做摘要」): a user message and what answered it (the reply, tool
+messages). The prompt's raw channel already carries the last 5 exchanges, so a window of 10 messages would
+summarise only what the model sees verbatim; the summary reaches back 10 exchanges.
+
+``summarize`` ranks the sentences of the last :data:`WINDOW` exchanges with sumy's LexRank (jieba words for Chinese,
 a regex for English; sumy's own English tokenizer needs nltk's punkt data, which memdesk never downloads),
 multiplies the rating of every sentence that carries a keyword by :data:`KEYWORD_WEIGHT`, and keeps the best
 sentences that fit in about 120 characters, in conversation order, behind :data:`SUMMARY_PREFIX`.
 
 Security red line: every turn is redacted before anything else, and the result once more, so the summary never
-carries an API key, a token or a password. Pure and deterministic.
+carries an API key, a token or a password. Phone numbers, e-mail addresses and identity numbers are masked the
+same way (「138****1234」, ``memory.redaction.mask_text``): the summary rides in every prompt, like the anchor.
+Pure and deterministic.
 
 Cost: a turn's window is mostly last turn's window, so the per-sentence work (cleaning, the filler test, jieba's
 words, the keyword test — POS tagging, the expensive part) is memoised on the redacted sentence, in bounded LRU
@@ -26,17 +32,18 @@ from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
 from sumy.summarizers.lex_rank import LexRankSummarizer
 from sumy.utils import get_stop_words
 
-from memory.compression import clean, compress, cut, detect_language, entities, is_filler
-from memory.redaction import PLACEHOLDER_RE, redact
+from memory.compression import clean, compress, entities, is_filler
+from memory.redaction import PLACEHOLDER_RE, mask_text, redact
+from memory.text import CJK_RE, cut, detect_language
 
-__all__ = ["KEYWORD_WEIGHT", "SUMMARY_PREFIX", "WINDOW", "SentenceTokenizer", "summarize"]
+__all__ = ["KEYWORD_WEIGHT", "SUMMARY_PREFIX", "WINDOW", "SentenceTokenizer", "last_exchanges", "summarize"]
 
 SUMMARY_PREFIX = "【对话摘要】以下为本次会话的关键事实提炼："
 KEYWORD_WEIGHT = 5.0
+#: Exchanges (user message and what answered it) the summary reads.
 WINDOW = 10
 MIN_COMPRESSED = 12  # below this many characters a compressed sentence says nothing useful
 
-_CJK_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SENTENCE_RE = re.compile(r"[^。！？!?；;\n]+?(?:[。！？!?；;]+|\.(?=\s|$)|$)|[^\n]+", re.S)
 _EN_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’.-][A-Za-z0-9]+)*")
 _ROLE_LABELS = {
@@ -54,7 +61,7 @@ _CACHE_SIZE = 4096
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _words(sentence: str) -> tuple[str, ...]:
-    if _CJK_RE.search(sentence):
+    if CJK_RE.search(sentence):
         return tuple(word for word in (w.strip() for w in cut(sentence)) if re.search(r"\w", word))
     return tuple(_EN_WORD_RE.findall(sentence))
 
@@ -165,15 +172,25 @@ def _render(chosen: list[_Candidate], language: str) -> str:
     return "".join(parts)
 
 
+def last_exchanges(turns: Sequence[tuple[str, str]], count: int) -> list[tuple[str, str]]:
+    """The messages of the last ``count`` exchanges: from the ``count``-th last user message on (all of them
+    when there are fewer)."""
+    turns = list(turns)
+    starts = [index for index, (role, _) in enumerate(turns) if role == "user"]
+    return turns[starts[-count] :] if len(starts) > count else turns
+
+
 def summarize(
     turns: Sequence[tuple[str, str]],
     *,
     target_chars: int = 120,
     language: str | None = None,
 ) -> str:
-    """Summarise the last 10 ``(role, text)`` turns into ``SUMMARY_PREFIX`` + at most ``target_chars`` characters.
+    """Summarise the ``(role, text)`` messages of the last 10 exchanges into ``SUMMARY_PREFIX`` + at most
+    ``target_chars`` characters. An exchange starts at a ``user`` message.
 
-    * Every text is redacted first; the result never contains a secret.
+    * Every text is redacted first; the result never contains a secret. Personal values are masked
+      (「138****1234」, ``z***@example.com``).
     * Sentences are cleaned of fillers (:func:`memory.compression.clean`); pure filler (「好的，谢谢」) and any
       sentence that contained a secret are dropped; a sentence said twice counts once, at its latest position;
       ``system`` and ``tool`` turns are skipped.
@@ -189,7 +206,8 @@ def summarize(
     """
     if target_chars < 1:
         raise ValueError("target_chars must be at least 1")
-    window = [(role, redact(text or "")) for role, text in list(turns)[-WINDOW:] if role not in _SKIPPED_ROLES]
+    exchanges = last_exchanges(turns, WINDOW)
+    window = [(role, mask_text(redact(text or ""))) for role, text in exchanges if role not in _SKIPPED_ROLES]
     code = (language or "").lower()
     lang = (
         "zh"
@@ -232,4 +250,4 @@ def summarize(
             trial = [*chosen, _Candidate(candidate.position, candidate.turn, candidate.role, shortened)]
             if len(_render(trial, lang)) <= target_chars:
                 chosen = trial
-    return SUMMARY_PREFIX + redact(_render(chosen, lang))
+    return SUMMARY_PREFIX + mask_text(redact(_render(chosen, lang)))

@@ -1,12 +1,20 @@
 """Tool calls inside a chat turn (S1, S16).
 
-``chat.services.run_turn`` offers the tenant's tools to the model. When the
+``chat.turn.run_turn`` offers the tenant's tools to the model. When the
 model answers with tool calls, each is run by :func:`run_tool_call` (execution
 context, the signed call, audit message and memory: ``chat.context``), and the
 next model call gets the prompt :func:`rebuild_prompt` makes: the system
 prompt rebuilt around the updated execution context, then the user input,
 then the turn's exchange — the assistant's ``tool_calls`` message and one
 ``tool`` message per answer.
+
+The model sees phone numbers, e-mail addresses and identity numbers masked
+(the anchor's 「138****1234」) and may call a tool with that form. Before the
+call, :func:`_unmasked` puts back the stored value a masked one stands for
+when exactly one of the session's memories holds a value with that mask; the
+tool's schema checks what is sent. The execution context and the audit
+message keep the arguments as the model wrote them: both are shown to the
+model and to staff.
 """
 
 from __future__ import annotations
@@ -15,18 +23,22 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from django.utils import timezone
+
+from chat import metrics
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
 from chat.context import ToolBusy, do_finish_tool_call, do_start_tool_call, execution_context, session_tool_lock
 from chat.models import ExecutionContext
 from chat.prepared import PreparedTurn
 from chat.tokens import count_tokens, render_message
-from config.db.sql import unit_of_work
+from config.db.sql import fetch_rows, unit_of_work
 from conversations.models import ChatSession, Message
-from memory import metrics
+from memory import fetch as memory_fetch
 from memory.compression import compress_tool_result
-from memory.redaction import redact_obj
+from memory.redaction import MASK_CHAR, mask_text, masked_pairs, redact_obj, unmask_obj
 from tenants.models import Tenant
+from tenants.rls import tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -113,18 +125,20 @@ async def run_tool_call(
     arguments = function.get("arguments")
     arguments = dict(arguments) if isinstance(arguments, dict) else arguments
     tool = prepared.tools.get(name)
+    sent = await _unmasked(tenant, session, arguments) if tool is not None else arguments
     try:
         async with session_tool_lock(session):
             started = await unit_of_work(do_start_tool_call)(tenant, session, name=name, arguments=arguments)
             if tool is None:
                 outcome = tools_mod.tool_error("unknown_tool", f"there is no tool named {name!r}")
-            elif (problem := tools_mod.validate_arguments(tool.parameters, arguments)) is not None:
-                outcome = tools_mod.tool_error("invalid_arguments", problem)
+            elif (problem := tools_mod.validate_arguments(tool.parameters, sent)) is not None:
+                # The problem may quote a value put back from its mask: the model gets it masked again.
+                outcome = tools_mod.tool_error("invalid_arguments", mask_text(problem))
             else:
                 outcome = await tools_mod.call_tool(
                     tenant,
                     tool,
-                    arguments,
+                    sent,
                     session_id=session.pk,
                     end_user_id=prepared.end_user_id,
                     call_id=f"turn:{message.pk}:{round_no}.{index}",
@@ -148,3 +162,35 @@ async def run_tool_call(
     if not outcome.ok:
         logger.info("turn %s: tool %r failed: %s", message.pk, name, outcome.error_code)
     return context, tool_message(name, outcome.result)
+
+
+# The texts of the session's memories (content and data) as a chat turn sees them: ``SCOPE_SQL``'s rows.
+_SESSION_VALUES_TEMPLATE = """
+SELECT m.content, m.data::text FROM memory_memoryunit m
+WHERE {scope}
+"""
+_SESSION_VALUES_SQL = _SESSION_VALUES_TEMPLATE.format(scope=memory_fetch.SCOPE_SQL)
+
+
+def _session_values(tenant: Tenant, session: ChatSession) -> dict[str, str]:
+    """``{masked: full}`` for the personal values the session's memories hold (``memory.redaction.masked_pairs``)."""
+    with tenant_scope(tenant):
+        rows = fetch_rows(_SESSION_VALUES_SQL, memory_fetch.scope_params(tenant, session, timezone.now()))
+    return masked_pairs([text for row in rows for text in row if text])
+
+
+def _has_mask(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_mask(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_mask(v) for v in value)
+    return isinstance(value, str) and MASK_CHAR in value
+
+
+async def _unmasked(tenant: Tenant, session: ChatSession, arguments: Any) -> Any:
+    """``arguments`` with each masked value the session's memories resolve to one stored value replaced by it
+    (「138****1234」 → 13812341234); a mask that matches none, or more than one, is sent as written. Reads the
+    memories only when an argument carries a ``*``."""
+    if not _has_mask(arguments):
+        return arguments
+    return unmask_obj(arguments, await unit_of_work(_session_values)(tenant, session))

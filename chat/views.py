@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from chat import batches, sessions, tools
 from chat import context as context_mod
-from chat import services as chat_services
+from chat.messages import list_messages, serialize_message
 from chat.serializers import (
     BatchCreatedOut,
     BatchIn,
@@ -25,10 +25,12 @@ from chat.serializers import (
     OpenSessionIn,
     OpenSessionOut,
     SessionOut,
+    SessionVariablesIn,
     ToolIn,
     ToolOut,
     TurnOut,
 )
+from chat.turn import TurnFailed, TurnInProgress, run_turn
 from config.db.sql import release_connection
 
 
@@ -92,19 +94,19 @@ class SessionMessagesView(APIView):
         # wait for a second connection while keeping a first: ten concurrent turns emptied a pool of ten.
         release_connection()
         try:
-            result = async_to_sync(chat_services.run_turn)(
+            result = async_to_sync(run_turn)(
                 request.tenant,
                 request.chat_session,
                 body.validated_data.get("text"),
                 body.validated_data.get("client_msg_id"),
             )
-        except chat_services.TurnFailed as exc:
+        except TurnFailed as exc:
             return Response(
                 {"error": {"code": exc.code, "message": exc.message, "retryable": exc.retryable},
                  "message_id": exc.message_id or None},
                 status=503,
             )  # fmt: skip
-        except chat_services.TurnInProgress as exc:
+        except TurnInProgress as exc:
             return Response(
                 {"error": {"code": exc.code, "message": exc.message, "retryable": True},
                  "message_id": exc.message_id},
@@ -116,11 +118,11 @@ class SessionMessagesView(APIView):
     def get(self, request: Request, session_id: str) -> Response:
         query = MessagesQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        page, has_more = chat_services.list_messages(
+        page, has_more = list_messages(
             request.tenant, request.chat_session, before=query.validated_data.get("before"),
             limit=query.validated_data["limit"], include_tool=True,
         )  # fmt: skip
-        return Response({"messages": [chat_services.serialize_message(m) for m in page], "has_more": has_more})
+        return Response({"messages": [serialize_message(m) for m in page], "has_more": has_more})
 
 
 class SessionContextView(APIView):
@@ -129,6 +131,15 @@ class SessionContextView(APIView):
     @extend_schema(responses={200: ExecutionContextOut}, operation_id="get_context")
     def get(self, request: Request, session_id: str) -> Response:
         context = context_mod.execution_context(request.tenant, request.chat_session)
+        return Response(context.as_dict())
+
+    @extend_schema(request=SessionVariablesIn, responses={200: ExecutionContextOut}, operation_id="update_context")
+    def patch(self, request: Request, session_id: str) -> Response:
+        body = SessionVariablesIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        context = context_mod.do_update_session_variables(
+            request.tenant, request.chat_session, body.validated_data["session_variables"]
+        )
         return Response(context.as_dict())
 
 

@@ -16,7 +16,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from config.errors import error_response
-from memory.health import combine, refresh_gauges, tenant_health
+from memory.health import combine, publish_stored, tenant_health
 from tenants.admin_base import member_tenant_ids
 from tenants.models import Tenant
 from tenants.rls import operator_scope
@@ -104,10 +104,10 @@ def memory_health(request: HttpRequest) -> JsonResponse:
 
 
 def metrics_view(request: HttpRequest) -> Any:
-    """django-prometheus' exporter, after refreshing the memory-health gauges
-    from the database (and letting a low freshness trigger its cleanup)."""
+    """django-prometheus' exporter, with the memory-health gauges set from the figures the worker's periodic
+    job stored (``memory.tasks``). Unauthenticated, so it only reads: it computes nothing and never cleans up."""
     from django_prometheus.exports import ExportToDjangoView
 
     with operator_scope():  # the exporter speaks for every tenant, visibly
-        refresh_gauges(list(Tenant.objects.order_by("slug")))
+        publish_stored()
     return ExportToDjangoView(request)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from django.utils import timezone
 
 from config.errors import ApiError
+from config.ids import parse_uuid
 from conversations.models import ChatSession
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -48,10 +49,7 @@ class SessionClosed(SessionError):
 def parse_session_id(raw: str | None) -> uuid.UUID:
     if raw is None or str(raw).strip() == "":
         raise SessionIdRequired("session_id is required for this request.")
-    try:
-        return uuid.UUID(str(raw).strip())
-    except (ValueError, AttributeError):
-        raise SessionIdInvalid(f"session_id must be a UUID, got {str(raw)[:60]!r}.") from None
+    return parse_uuid(str(raw).strip(), SessionIdInvalid(f"session_id must be a UUID, got {str(raw)[:60]!r}."))
 
 
 def resolve_session(tenant: Tenant, raw: str | None, *, allow_closed: bool = False) -> ChatSession:

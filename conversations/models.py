@@ -40,6 +40,8 @@ class ChatSession(TenantOwned):
     context_reset_pending = models.BooleanField(
         default=False, help_text="A topic switch was detected; the next prompt carries <|context_reset|>."
     )
+    #: The topic the session is on and the topics it left, frozen (memory/topic_freeze.py documents the shape).
+    topic_state = models.JSONField(default=dict, blank=True, db_default=models.Value({}, models.JSONField()))
     empty_recall_streak = models.PositiveIntegerField(
         default=0, help_text="Consecutive turns where neither the rule nor the vector stage found anything."
     )

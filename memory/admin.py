@@ -1,6 +1,12 @@
 """Staff audit of memories: filter, search, edit with validation, expire,
-extend, delete — every change through ``memory.services`` with the staff
-user as the actor, and each memory's full history inline."""
+extend, delete — every change through ``memory.lifecycle`` with the staff
+user as the actor, and each memory's full history inline.
+
+Phone numbers, e-mail addresses and identity numbers in a memory's content,
+data and history (and in an event's before and after) are shown masked
+(``138****1234``, ``memory.redaction.mask_obj``) to staff who may not see them
+whole: see :func:`unmasked_tenants` for who may. A masked page is read-only
+for those values, so a save can never write the masked form back."""
 
 from __future__ import annotations
 
@@ -12,11 +18,57 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html_join
 
 from config.errors import ApiError
-from memory import services
+from memory import audit, lifecycle, schema
+from memory.fetch import is_valid_at, valid_q
 from memory.models import MAX_CONTENT, MemoryEvent, MemoryUnit
-from tenants.admin_base import TenantScopedAdmin
+from memory.redaction import mask_obj, mask_text
+from tenants.admin_base import EDIT_ROLES, TenantScopedAdmin, member_tenant_ids
+
+#: Lets a member see every memory of their tenants unmasked (``MemoryUnit.Meta.permissions``).
+UNMASKED_PERMISSION = "memory.view_unmasked_memoryunit"
+
+
+def unmasked_tenants(request: HttpRequest) -> set[Any] | None:
+    """The tenants whose memories ``request.user`` sees unmasked; None for every tenant.
+
+    Superusers and holders of :data:`UNMASKED_PERMISSION` (granted per user or group by a superuser): every
+    tenant they can see. Owners and admins: their own tenants by role, without the permission — they can issue
+    an API key and read every memory whole through the API, so masking would hide nothing from them. Agents:
+    masked, unless given the permission."""
+    user = request.user
+    if user.is_superuser or user.has_perm(UNMASKED_PERMISSION):
+        return None
+    return set(member_tenant_ids(user, roles=EDIT_ROLES))
+
+
+def _shows_whole(request: HttpRequest, tenant_id: Any) -> bool:
+    tenants = unmasked_tenants(request)
+    return tenants is None or tenant_id in tenants
+
+
+def _history_html(obj: MemoryUnit, show: Any) -> str:
+    events = MemoryEvent.objects.for_tenant(obj.tenant_id).filter(memory_id=obj.pk).order_by("created_at", "id")
+    return (
+        format_html_join(
+            "",
+            "<div>{} — <b>{}</b> by {}{}: {} → {}</div>",
+            (
+                (
+                    e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                    e.kind,
+                    e.actor,
+                    f" ({e.actor_user})" if e.actor_user_id else "",
+                    show((e.before or {}).get("content", e.before)) if e.before else "–",
+                    show((e.after or {}).get("content", e.after)) if e.after else "–",
+                )
+                for e in events
+            ),
+        )
+        or "–"
+    )
 
 
 class ExpiredFilter(admin.SimpleListFilter):
@@ -29,9 +81,9 @@ class ExpiredFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         now = timezone.now()
         if self.value() == "yes":
-            return queryset.filter(expires_at__lte=now)
+            return queryset.exclude(valid_q(now))
         if self.value() == "no":
-            return queryset.filter(created_at__lte=now, expires_at__gt=now)
+            return queryset.filter(valid_q(now))
         return queryset
 
 
@@ -63,7 +115,7 @@ class MemoryForm(forms.ModelForm):
         content = cleaned.get("content")
         if content is not None:
             try:
-                services.check_memory_input(type=self.instance.type, content=content, key=self.instance.key)
+                schema.check_memory_input(type=self.instance.type, content=content, key=self.instance.key)
             except ApiError as exc:
                 self.add_error("content", exc.message)
         expires_at = cleaned.get("expires_at")
@@ -106,31 +158,48 @@ class MemoryUnitAdmin(TenantScopedAdmin):
 
     @admin.display(boolean=True, description="expired")
     def is_expired(self, obj: MemoryUnit) -> bool:
-        return not obj.is_valid_at(timezone.now())
+        return not is_valid_at(obj, timezone.now())
 
     @admin.display(description="history")
     def history(self, obj: MemoryUnit) -> str:
-        from django.utils.html import format_html_join
+        return _history_html(obj, lambda value: value)
 
-        events = MemoryEvent.objects.for_tenant(obj.tenant_id).filter(memory_id=obj.pk).order_by("created_at", "id")
-        return (
-            format_html_join(
-                "",
-                "<div>{} — <b>{}</b> by {}{}: {} → {}</div>",
-                (
-                    (
-                        e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                        e.kind,
-                        e.actor,
-                        f" ({e.actor_user})" if e.actor_user_id else "",
-                        (e.before or {}).get("content", e.before) if e.before else "–",
-                        (e.after or {}).get("content", e.after) if e.after else "–",
-                    )
-                    for e in events
-                ),
-            )
-            or "–"
-        )
+    @admin.display(description="history")
+    def masked_history(self, obj: MemoryUnit) -> str:
+        return _history_html(obj, mask_obj)
+
+    @admin.display(description="content")
+    def masked_content(self, obj: MemoryUnit) -> str:
+        return mask_text(obj.content)
+
+    @admin.display(description="data")
+    def masked_data(self, obj: MemoryUnit) -> Any:
+        return mask_obj(obj.data)
+
+    # Masking is decided per row (a member of two tenants may be an owner of one and an agent of the other), so
+    # the list's content column is made per request, knowing whose rows show whole.
+    def get_list_display(self, request: HttpRequest) -> Any:
+        tenants = unmasked_tenants(request)
+
+        @admin.display(description="content", ordering="content")
+        def content(obj: MemoryUnit) -> str:
+            return obj.content if tenants is None or obj.tenant_id in tenants else mask_text(obj.content)
+
+        return tuple(content if name == "content" else name for name in super().get_list_display(request))
+
+    def _masked(self, request: HttpRequest, obj: Any) -> bool:
+        return obj is not None and not _shows_whole(request, obj.tenant_id)
+
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        if self._masked(request, obj):
+            return ("content", "data")  # never in the form: a save would write the masked form back
+        return super().get_exclude(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_readonly_fields(request, obj)
+        if self._masked(request, obj):
+            return ("masked_content", "masked_data", *("masked_history" if f == "history" else f for f in fields))
+        return fields
 
     def save_model(self, request: HttpRequest, obj: MemoryUnit, form: Any, change: bool) -> None:
         """Staff edits go through the service (validation, embedding, event)."""
@@ -138,9 +207,9 @@ class MemoryUnitAdmin(TenantScopedAdmin):
         expires_in = None
         if original.expires_at != obj.expires_at:
             expires_in = int((obj.expires_at - original.created_at).total_seconds())
-        services.do_edit_memory(
+        lifecycle.do_edit_memory(
             obj.tenant, original, content=obj.content, data=obj.data, expires_in=expires_in,
-            actor=services.Actor.staff(request.user),
+            actor=audit.Actor.staff(request.user),
         )  # fmt: skip
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -155,21 +224,21 @@ class MemoryUnitAdmin(TenantScopedAdmin):
 
     @admin.action(description="Expire now")
     def expire_now(self, request: HttpRequest, queryset: QuerySet) -> None:
-        actor = services.Actor.staff(request.user)
-        self._each(request, queryset, lambda m: services.do_expire_memory(m.tenant, m, actor=actor), "expired")
+        actor = audit.Actor.staff(request.user)
+        self._each(request, queryset, lambda m: lifecycle.do_expire_memory(m.tenant, m, actor=actor), "expired")
 
     @admin.action(description="Extend 24 h")
     def extend_24h(self, request: HttpRequest, queryset: QuerySet) -> None:
-        actor = services.Actor.staff(request.user)
+        actor = audit.Actor.staff(request.user)
         seconds = int(timedelta(hours=24).total_seconds())
         self._each(
-            request, queryset, lambda m: services.do_extend_memory(m.tenant, m, seconds, actor=actor), "extended"
+            request, queryset, lambda m: lifecycle.do_extend_memory(m.tenant, m, seconds, actor=actor), "extended"
         )
 
     @admin.action(description="Delete (history is kept)")
     def delete_memories(self, request: HttpRequest, queryset: QuerySet) -> None:
-        actor = services.Actor.staff(request.user)
-        self._each(request, queryset, lambda m: services.do_delete_memory(m.tenant, m, actor=actor), "deleted")
+        actor = audit.Actor.staff(request.user)
+        self._each(request, queryset, lambda m: lifecycle.do_delete_memory(m.tenant, m, actor=actor), "deleted")
 
 
 @admin.register(MemoryEvent)
@@ -178,6 +247,26 @@ class MemoryEventAdmin(TenantScopedAdmin):
     list_filter = ("tenant", "kind", "actor")
     search_fields = ("=memory_id", "note", "end_user__external_id")
     readonly_fields = ("tenant", "end_user", "memory_id", "kind", "actor", "actor_user", "before", "after", "note")
+
+    @admin.display(description="before")
+    def masked_before(self, obj: MemoryEvent) -> Any:
+        return mask_obj(obj.before)
+
+    @admin.display(description="after")
+    def masked_after(self, obj: MemoryEvent) -> Any:
+        return mask_obj(obj.after)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_readonly_fields(request, obj)
+        if obj is not None and not _shows_whole(request, obj.tenant_id):
+            return tuple({"before": "masked_before", "after": "masked_after"}.get(f, f) for f in fields)
+        return fields
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_fields(request, obj)
+        if obj is not None and not _shows_whole(request, obj.tenant_id):
+            return [f for f in fields if f not in ("before", "after")]
+        return fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -1,4 +1,4 @@
-"""Semantic compression of memory content (S3): keep the facts, drop the noise, never slice.
+"""Semantic compression of memory content (S3): keep the facts, drop the noise, never slice (long: one pipeline).
 
 A memory's content is at most 150 characters and a snapshot at most 200, but the limit is reached by removing
 what carries no fact — fillers, politeness, then whole low-value clauses, then low-value words — never by
@@ -7,108 +7,34 @@ lists exactly the names, numbers and codes the compressor promises to keep when 
 
 Secrets are redacted (:mod:`memory.redaction`) before anything else, so nothing here ever returns one.
 
-This module also owns the shared text plumbing of the memory layer: the lazily initialised jieba segmenter
-(:func:`cut`, :func:`pos_cut`) and :func:`detect_language`. Everything is pure and deterministic; no database.
+jieba and language detection come from :mod:`memory.text`. Everything is pure and deterministic; no database.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import re
-import threading
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 from memory.redaction import PLACEHOLDER_RE, redact, redact_obj
+from memory.text import CJK as _CJK
+from memory.text import CJK_RE as _CJK_RE
+from memory.text import Language, pos_cut
+from memory.text import language_of as _language
 
 __all__ = [
     "SURNAMES",
     "clean",
     "compress",
     "compress_tool_result",
-    "cut",
-    "detect_language",
     "entities",
     "is_chinese_name",
     "is_filler",
-    "pos_cut",
 ]
 
-Language = Literal["zh", "en"]
-
 ELLIPSIS = "…"
-
-# --------------------------------------------------------------------------------------------------------------
-# jieba, initialised once and lazily: importing it costs ~1 s and loading the dictionary must not race.
-# --------------------------------------------------------------------------------------------------------------
-
-_jieba_lock = threading.Lock()
-_jieba_modules: tuple[ModuleType, ModuleType] | None = None
-
-
-def _jieba() -> tuple[ModuleType, ModuleType]:
-    global _jieba_modules
-    if _jieba_modules is None:
-        with _jieba_lock:
-            if _jieba_modules is None:
-                with warnings.catch_warnings():
-                    # jieba 0.42 imports pkg_resources, which warns on every modern setuptools.
-                    warnings.simplefilter("ignore")
-                    import jieba
-                    import jieba.posseg as posseg
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba_modules = (jieba, posseg)
-    return _jieba_modules
-
-
-def cut(text: str) -> list[str]:
-    """jieba tokens of ``text`` (accurate mode, HMM on); their concatenation is ``text``."""
-    jieba, _ = _jieba()
-    return list(jieba.cut(text))
-
-
-def pos_cut(text: str) -> list[tuple[str, str]]:
-    """jieba ``(word, flag)`` pairs (ICTCLAS flags: ``nr`` person, ``ns`` place, ``nt`` organisation, …)."""
-    _, posseg = _jieba()
-    return [(pair.word, pair.flag) for pair in posseg.cut(text)]
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Language
-# --------------------------------------------------------------------------------------------------------------
-
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK}]")
-_LATIN_RE = re.compile(r"[A-Za-z]")
-
-
-def detect_language(text: str) -> Language:
-    """``"zh"`` when Chinese characters make up at least a quarter of the letters, else ``"en"``.
-
-    Text with no letters at all (``"13912345678"``) is ``"zh"``: memdesk is Chinese first. Chinese mixed with
-    product names or codes (``"iPhone 15 Pro 多少钱"``) stays ``"zh"``.
-    """
-    cjk = len(_CJK_RE.findall(text))
-    latin = len(_LATIN_RE.findall(text))
-    if cjk == 0 and latin == 0:
-        return "zh"
-    return "zh" if cjk * 3 >= latin else "en"
-
-
-def _language(text: str, language: str | None) -> Language:
-    """``language`` when it names Chinese or English (``"zh"``, ``"zh-hans"``, ``"en-US"``), else detected."""
-    code = (language or "").lower()
-    if code.startswith("zh"):
-        return "zh"
-    if code.startswith("en"):
-        return "en"
-    return detect_language(text)
-
 
 # --------------------------------------------------------------------------------------------------------------
 # Entities: what compression promises to keep

@@ -14,7 +14,7 @@ So after each turn, every user message and every reply is also stored as **conve
 * keyed by a hash of its text: the same sentence said again refreshes the unit (one live row per distinct
   text and end user) instead of storing a copy;
 * linked to its source message and role, embedded and indexed like any memory, with the message before it
-  as lexical context (``memory.services.context_text``);
+  as lexical context (``memory.indexing.context_text``);
 * ``data["facts"]`` holds the current-state facts (``STATEFUL_KEYS``) the unit states, so recall can tell
   a unit that states a superseded or expired value (the old address) from one that is still true.
 
@@ -39,11 +39,12 @@ from django.utils import timezone
 
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
-from memory import services
-from memory.compression import clean, compress, detect_language, is_filler
+from memory import audit, store
+from memory.compression import clean, compress, is_filler
 from memory.models import MAX_CONTENT, MemoryType
 from memory.redaction import redact
 from memory.rules import extract_facts
+from memory.text import detect_language
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -250,14 +251,14 @@ def index_messages(
         with connection.cursor() as cursor:
             cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": ids, "now": timezone.now()})
             pending = {row[0] for row in cursor.fetchall()}
-        items: list[services.MemoryItem] = []
+        items: list[store.MemoryItem] = []
         before = previous_text
         for message in messages:
             if message.pk in pending:
-                actor = services.END_USER if message.role == Message.Role.USER else services.SYSTEM
+                actor = audit.END_USER if message.role == Message.Role.USER else audit.SYSTEM
                 context = f"{before}\n{message.text}"
                 items += [
-                    services.MemoryItem(
+                    store.MemoryItem(
                         type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
                         data={
                             "source": "conversation", "role": message.role, "facts": u.facts,
@@ -270,7 +271,7 @@ def index_messages(
                 ]  # fmt: skip
             before = message.text
         # One batch for the turn: one embedding call and one INSERT for both messages' units.
-        return len(services.write_memories(tenant, session, items)) if items else 0
+        return len(store.write_memories(tenant, session, items)) if items else 0
 
 
 def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 500, now: datetime | None = None) -> int:

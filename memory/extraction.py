@@ -1,10 +1,11 @@
 """From chat text to memories: runs after every message, the user's and the
 agent's (an issued coupon or a tracking number the agent states is a memory
-too), and stores typed, keyed, compressed facts through ``memory.services``.
+too), and stores typed, keyed, compressed facts through ``memory.store``.
 
 The pure parts live elsewhere: ``memory.rules`` finds the facts,
 ``memory.compression`` keeps their content within 150 characters,
-``memory.redaction`` removes secrets, ``memory.topics`` spots a topic switch.
+``memory.redaction`` removes secrets, ``memory.topics`` spots a topic switch and ``memory.topic_freeze``
+freezes the old topic (or brings a frozen one back).
 This module only decides what to write and writes it.
 """
 
@@ -12,19 +13,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.utils import timezone
 
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
-from memory import services
+from memory import audit, fetch, lifecycle, store
 from memory.compression import compress
 from memory.llm_extraction import StructuredAsk, extract_facts_with_model
-from memory.models import MemoryType, MemoryUnit
 from memory.redaction import redact, redact_obj
 from memory.rules import Fact, disowned_keys, extract_facts, is_confirmation
-from memory.topics import detect_topic_switch
+from memory.topic_freeze import observe_user_message
+from memory.topics import TopicSwitch
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -34,11 +34,11 @@ logger = logging.getLogger(__name__)
 @dataclass
 class ExtractionResult:
     facts: list[Fact] = field(default_factory=list)
-    written: list[services.WriteResult] = field(default_factory=list)
+    written: list[store.WriteResult] = field(default_factory=list)
     changed_keys: list[str] = field(default_factory=list)
     confirmation: bool = False
-    topic_switch: Any = None
-    retired: int = 0
+    #: The switch this message made (a new topic, or a return to a frozen one), for the runtime's tool context.
+    topic_switch: TopicSwitch | None = None
     #: The contents of the keyed memories the user said are not theirs (expired this turn).
     forgotten: list[str] = field(default_factory=list)
 
@@ -77,10 +77,7 @@ def extract_and_store(
     role = message.role
     if role == Message.Role.USER:
         result.confirmation = is_confirmation(text)
-        switch = detect_topic_switch(text, previous_topic=session.topic or None)
-        if switch is not None:
-            result.topic_switch = switch
-            result.retired = do_topic_switch(tenant, session, switch.new_topic, reason=switch.reason)
+        result.topic_switch = observe_user_message(tenant, session, text)
         disowned = disowned_keys(text)
         if disowned:
             result.forgotten = do_disown(tenant, session, disowned, message)
@@ -92,16 +89,16 @@ def extract_and_store(
     # Optional, off by default: the model fills keys the rules left empty; never raises (memory/llm_extraction.py).
     facts = [*facts, *extract_facts_with_model(tenant, session, message, facts, ask_model)]
     result.facts = facts
-    actor = services.END_USER if role == Message.Role.USER else services.SYSTEM
+    actor = audit.END_USER if role == Message.Role.USER else audit.SYSTEM
     kept: list[Fact] = []
-    items: list[services.MemoryItem] = []
+    items: list[store.MemoryItem] = []
     for fact in facts:
         content = compress(redact(fact.content), limit=150)
         if not content:
             continue
         kept.append(fact)
         items.append(
-            services.MemoryItem(
+            store.MemoryItem(
                 type=fact.type, key=fact.key, content=content, data=redact_obj(fact.data), expires_in=fact.expires_in
             )
         )
@@ -109,7 +106,7 @@ def extract_and_store(
     # conversation they came from (the message before this one, usually the agent's question, and this one).
     if items and previous_text is None:
         previous_text = _previous_text(tenant, session, message)
-    written = services.write_memories(
+    written = store.write_memories(
         tenant, session, items, source_message=message, source_role=role, actor=actor,
         context=f"{previous_text}\n{text}" if items else "",
     )  # fmt: skip
@@ -124,29 +121,6 @@ def extract_and_store(
 
 
 @require_session_id
-def do_topic_switch(tenant: Tenant, session: ChatSession, new_topic: str, *, reason: str = "") -> int:
-    """Retire the old topic's ``session_state`` memories (expired with an
-    event, restorable by staff) and mark the session so the next prompt
-    carries ``<|context_reset|>``. Facts about the user survive. Returns how
-    many memories were retired."""
-    now = timezone.now()
-    with tenant_scope(tenant):
-        old = list(
-            MemoryUnit.objects.for_tenant(tenant).filter(
-                session=session, type=MemoryType.SESSION_STATE, expires_at__gt=now, superseded_at__isnull=True
-            )
-        )
-        for memory in old:
-            services.do_expire_memory(tenant, memory, actor=services.SYSTEM, note=f"topic switch: {reason}"[:200])
-        ChatSession.objects.for_tenant(tenant).filter(pk=session.pk).update(
-            context_reset_pending=True, topic=new_topic[:200]
-        )
-    session.context_reset_pending = True
-    session.topic = new_topic[:200]
-    return len(old)
-
-
-@require_session_id
 def do_disown(tenant: Tenant, session: ChatSession, keys: list[str], message: Message) -> list[str]:
     """The user says the stored value of ``keys`` is not theirs (「这不是我的电话」, "that's not my number"):
     expire those live memories, with an ``end_user`` event naming the message. Returns their contents, for
@@ -154,12 +128,12 @@ def do_disown(tenant: Tenant, session: ChatSession, keys: list[str], message: Me
     now = timezone.now()
     with tenant_scope(tenant):
         live = list(
-            services.visible_memories(tenant, session)
-            .filter(key__in=keys, superseded_at__isnull=True, created_at__lte=now, expires_at__gt=now)
+            fetch.visible_memories(tenant, session)
+            .filter(fetch.valid_q(now), key__in=keys, superseded_at__isnull=True)
             .order_by("created_at")
         )
         for memory in live:
-            services.do_expire_memory(
-                tenant, memory, actor=services.END_USER, note=f"the user said it is not theirs (message {message.pk})"
+            lifecycle.do_expire_memory(
+                tenant, memory, actor=audit.END_USER, note=f"the user said it is not theirs (message {message.pk})"
             )
     return [memory.content for memory in live]

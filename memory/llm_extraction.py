@@ -50,7 +50,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conversations.models import ChatSession, Message
-from memory import services
+from memory import fetch
 from memory.redaction import PLACEHOLDER_RE, redact
 from memory.rules import CONTENT_LIMIT, LIFETIMES, Fact
 from memory.schema import MemoryTypeName
@@ -277,8 +277,8 @@ def _known_keys(tenant: Tenant, session: ChatSession, rule_facts: Sequence[Fact]
     held by a live memory this session sees (the model never replaces one)."""
     with tenant_scope(tenant):
         live = set(
-            services.visible_memories(tenant, session)
-            .filter(services.valid_q(timezone.now()), key__in=ALLOWED_KEYS)
+            fetch.visible_memories(tenant, session)
+            .filter(fetch.valid_q(timezone.now()), key__in=ALLOWED_KEYS)
             .values_list("key", flat=True)
         )
     return {fact.key for fact in rule_facts} | live

@@ -1,7 +1,7 @@
 """MemoryUnit — a typed, compressed, expiring memory — and its audit trail.
 
 Lifespan (seed S4/S5): a memory is valid at ``as_of`` when
-``created_at <= as_of < expires_at``. Replacing a keyed memory does not
+``created_at <= as_of < expires_at`` (the rule's one home is ``memory.fetch``). Replacing a keyed memory does not
 overwrite it: the old row's ``expires_at`` is cut to the moment of
 replacement, ``superseded_at``/``superseded_by`` point at the new row, and a
 recall ``as_of`` a past moment still sees what was true then.
@@ -10,7 +10,6 @@ recall ``as_of`` a past moment still sees what was true then.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
@@ -21,6 +20,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from conversations.models import ChatSession, Message
+from memory.redaction import mask_text
 from tenants.models import EndUser, Tenant
 from tenants.scoping import TenantOwned
 
@@ -104,16 +104,16 @@ class MemoryUnit(TenantOwned):
             ),
             models.CheckConstraint(condition=models.Q(expires_at__gte=models.F("created_at")), name="mem_expiry_after"),
         ]
+        # Without it, an agent sees phone numbers, e-mail and identity numbers masked in the admin (memory/admin.py).
+        permissions = [("view_unmasked_memoryunit", "Can view memories' phone numbers, e-mail and IDs unmasked")]
 
     def __str__(self) -> str:
-        return f"[{self.type}] {self.content[:60]}"
+        # Masked: the admin's titles, breadcrumbs and checkboxes show it to staff who may not see a phone whole.
+        return f"[{self.type}] {mask_text(self.content)[:60]}"
 
     @property
     def expires_in(self) -> int:
         return int((self.expires_at - self.created_at).total_seconds())
-
-    def is_valid_at(self, as_of: datetime) -> bool:
-        return self.created_at <= as_of < self.expires_at
 
 
 class MemoryEvent(TenantOwned):
@@ -174,3 +174,24 @@ class AmnesiaAlert(TenantOwned):
 
     def __str__(self) -> str:
         return f"amnesia in {self.session_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class MemoryHealth(TenantOwned):
+    """A tenant's memory-health figures (S8) as the worker's periodic job last computed them
+    (``memory.tasks``). ``GET /metrics`` reads these rows and never computes or cleans up itself: a scrape
+    from any process serves the same figures, and an unauthenticated read writes nothing."""
+
+    tenant = models.OneToOneField(Tenant, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    computed_at = models.DateTimeField()
+    freshness_ratio = models.FloatField()
+    hit_rate = models.FloatField()
+    #: Memories meant to be current (not superseded), and those of them valid at ``computed_at``.
+    current = models.PositiveIntegerField()
+    valid = models.PositiveIntegerField()
+    #: Superseded versions kept as history (not counted in freshness).
+    superseded = models.PositiveIntegerField()
+    amnesia_alerts = models.PositiveIntegerField()
+    status = models.CharField(max_length=10)
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}: {self.status} at {self.computed_at:%Y-%m-%d %H:%M}"

@@ -1,5 +1,6 @@
-"""Three-stage recall (seed S7), the one implementation used by the API, the
-chat runtime and the benchmarks.
+"""Three-stage recall (seed S7); long because its three stages and their SQL are one pipeline.
+
+The one implementation used by the API, the chat runtime and the benchmarks.
 
 1. **Rule stage** — the query names a key (「查我的订单」 → ``order_id``,
    「进度如何」 → the batch progress): exact lookups, no model.
@@ -11,8 +12,8 @@ chat runtime and the benchmarks.
    run, so ``timings_ms["embed"]`` (its own duration) overlaps ``rule``.
 3. **TTL filter and rerank** — validity (``created_at <= as_of < expires_at``)
    and scope are filtered inside the SQL; candidates are reranked by
-   ``relevance_score``. When the best score is below 0.7 the caller must ask
-   the user to confirm instead of guessing.
+   ``relevance_score``. When the best ``relevance_score`` among the hits is
+   below 0.7 the caller must ask the user to confirm instead of guessing.
 
 Why no HNSW index here: pgvector 0.6 applies ``WHERE`` filters after the
 HNSW scan, so a per-end-user filter silently returns too few rows. Recall
@@ -42,13 +43,16 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession
 from memory import embeddings, metrics
 from memory.conversation import TIMELESS_KEYS, is_conversation_key, squash
+from memory.feedback import mark_recalled
+from memory.fetch import SCOPE_SQL, fetch_memories, scope_params
 from memory.models import MemoryType, MemoryUnit
-from memory.rewrite import rewrite_query, rule_keys
-from memory.services import SCOPE_SQL, fetch_memories, mark_recalled, scope_params
+from memory.mood import Mood, care_reason, detect_mood
+from memory.rewrite import Rewrite, rewrite_and_embed, rewrite_query, rule_keys
 from memory.text import TS_CONFIG, query_terms
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
+#: Below this best ``relevance_score`` among the hits, the agent asks the user to confirm (seed S7).
 CONFIRM_BELOW = 0.7
 #: Columns recall's callers never read from a hit (they load lazily if one does): parsing a 384-float vector
 #: per hit is a measurable share of a recall.
@@ -80,8 +84,16 @@ DEFAULT_TUNING = {
     "update_similarity": 0.3,
     "now_similarity": 0.35,
     "min_similarity": 0.2,
+    #: When the query's mood is negative (``memory.mood``), a care memory (a promised callback, a coupon or
+    #: compensation given, a complaint on record) weighs up to 1 + this in the rerank, scaled by the mood's
+    #: score: for that turn only, stored scores untouched. 0 turns it off (docs/memory-intelligence.md).
+    "mood_care_lift": 1.0,
     "bm25_k1": 1.2,
     "bm25_b": 0.75,
+    #: A query the intent table leaves alone is classified by its embedding against labelled intent examples
+    #: and rewritten when one is near enough (``memory.rewrite.rewrite_and_embed``; docs/memory-intelligence.md).
+    #: false: the table alone.
+    "intent_embedding": True,
 }
 
 
@@ -175,7 +187,7 @@ _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk
 #: every memory weighs almost nothing and a rare word a lot — ``ts_rank_cd`` has no idf and ranked them
 #: alike. Term frequency is binary (memories are at most 150 characters) with two levels: a term in the
 #: memory's own text (``search_vector`` lexemes of the default weight D) counts ``OWN_TF``, a term only in its
-#: conversational context (the message before the source message, weight C — ``services.CONTEXT_WEIGHT``)
+#: conversational context (the message before the source message, weight C — ``memory.indexing.CONTEXT_WEIGHT``)
 #: counts ``CONTEXT_TF``. Length normalisation uses the number of distinct lexemes. ``coverage`` (the share
 #: of query terms in the memory's own text) feeds the confidence behind ``needs_confirmation``; a match only
 #: in the context never raises it.
@@ -287,10 +299,18 @@ def _embed_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-def _embed_query(models: list[str], text: str) -> tuple[dict[str, str], float]:
+def _embed_query(
+    models: list[str], query: str, intents: bool, rewrite: Future[Rewrite]
+) -> tuple[dict[str, str], float]:
+    """Rewrite and embed ``query`` (the intent may come from its embedding), resolving ``rewrite`` first."""
     start = time.perf_counter()
-    vectors = {m: _vector_literal(embeddings.embed_one(text, model=m, kind="query")) for m in models}
-    return vectors, _ms(start)
+    try:
+        rewritten, vectors = rewrite_and_embed(query, models, intents=intents)
+    except BaseException as exc:
+        rewrite.set_exception(exc)
+        raise
+    rewrite.set_result(rewritten)
+    return {m: _vector_literal(v) for m, v in vectors.items()}, _ms(start)
 
 
 @dataclass(frozen=True)
@@ -299,18 +319,28 @@ class QueryEmbedding:
 
     tenant_id: Any
     query: str
-    rewritten: str
+    rewritten: str  # the intent table's rewrite, known at once
     models: list[str]
     vectors: Future[tuple[dict[str, str], float]]
+    #: The rewrite the vectors are of, set by the pool thread: the embedding classifier's when the table had none.
+    rewrite: Future[Rewrite] | None = None
+
+    @property
+    def searched(self) -> str:
+        """The text the vector leg searches with (waits for the embedding when the intent may come from it)."""
+        return self.rewrite.result().text if self.rewrite is not None else self.rewritten
 
 
 def embed_query_soon(tenant: Tenant, query: str) -> QueryEmbedding:
     """Start embedding ``query`` (rewritten as ``recall`` rewrites it) with each model the tenant uses, on a
     pool thread, and return at once: a chat turn starts it before extracting the message's facts, so the
     two overlap (the encoder's matrix products release the GIL), and passes it to ``recall``."""
-    rewritten = rewrite_query(query).text
+    rewrite: Future[Rewrite] = Future()
+    table = rewrite_query(query).text
+    intents = bool(tuning()["intent_embedding"])
     models = embeddings.models_for(tenant, MemoryType.values)
-    return QueryEmbedding(tenant.pk, query, rewritten, models, _embed_pool().submit(_embed_query, models, rewritten))
+    vectors = _embed_pool().submit(_embed_query, models, query, intents, rewrite)
+    return QueryEmbedding(tenant.pk, query, table, models, vectors, rewrite)
 
 
 def _candidate_stage(
@@ -522,10 +552,17 @@ def about_now(query: str) -> bool:
     return bool(_ABOUT_NOW.search(query))
 
 
-def _rerank_weights(query: str, hits: list[RecallHit]) -> dict[Any, float]:
+def _care_lift(mood: Mood | None, memory: MemoryUnit) -> float:
+    """1 + ``mood_care_lift`` x the mood's score for a care memory when the query is negative, else 1."""
+    if mood is None or not mood.negative or care_reason(memory.key, memory.content) is None:
+        return 1.0
+    return 1 + max(0.0, float(tuning()["mood_care_lift"])) * mood.score
+
+
+def _rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) -> dict[Any, float]:
     """Per candidate, what multiplies its fused rank and relevance score: a question unit weighs
     ``question_weight``; for a query about the present, the candidates' recency (newest 1, oldest 0)
-    adds up to ``recency_weight``."""
+    adds up to ``recency_weight``; for a negative ``mood``, a care memory's lift (``_care_lift``)."""
     knobs = tuning()
     weights = {}
     order = sorted(hits, key=lambda h: (h.memory.created_at, str(h.memory.pk)))
@@ -537,7 +574,7 @@ def _rerank_weights(query: str, hits: list[RecallHit]) -> dict[Any, float]:
             weight *= float(knobs["question_weight"])
         if now:
             weight *= 1 + float(knobs["recency_weight"]) * recent[hit.memory.pk]
-        weights[hit.memory.pk] = weight
+        weights[hit.memory.pk] = weight * _care_lift(mood, hit.memory)
     return weights
 
 
@@ -626,7 +663,8 @@ def recall(
     ``trace``: a dict that, when given, receives the candidate stage's SQL (``candidate_sql``,
     ``candidate_params``) and each candidate's per-leg figures before fusion (``candidates``: id,
     similarity, vector_rank, coverage, lexical_rank; a rank is None where that leg did not return the
-    row), for benchmarks and diagnostics; recall's result does not depend on it."""
+    row), and the query's mood (``mood``: score, negative, cues, and the ids of the care memories it
+    lifted), for benchmarks and diagnostics; recall's result does not depend on it."""
     if not 1 <= k <= MAX_K:
         raise ValueError(f"k must be between 1 and {MAX_K}")
     as_of = as_of or timezone.now()
@@ -645,7 +683,7 @@ def recall(
         timings["rule"] = _ms(start)
 
         start = time.perf_counter()
-        terms = list(dict.fromkeys(query_terms(query) + query_terms(embedding.rewritten)))[:16]
+        terms = list(dict.fromkeys(query_terms(query) + query_terms(embedding.searched)))[:16]
         candidates, embed_ms = _candidate_stage(tenant, session, models, query_vectors, terms, as_of, k, trace)
         timings["vector"] = _ms(start)
         timings["embed"] = embed_ms
@@ -654,11 +692,18 @@ def recall(
         rule_ids = {h.memory.pk for h in rule_hits}
         # Rerank: relevance_score scales the fused rank; rule hits stay first.
         candidates = [h for h in candidates if h.memory.pk not in rule_ids]
-        weights = _rerank_weights(query, candidates)
+        mood = detect_mood(query)
+        weights = _rerank_weights(query, candidates, mood)
+        if trace is not None:
+            lifted = [str(h.memory.pk) for h in candidates if _care_lift(mood, h.memory) > 1.0]
+            trace["mood"] = {"score": mood.score, "negative": mood.negative, "cues": list(mood.cues), "lifted": lifted}
         candidates = _with_answers(tenant, session, candidates, weights, as_of, limit=k * 3)
         rule_hits.sort(key=lambda h: -h.memory.relevance_score)
         hits = _current_first(tenant, session, rule_hits + candidates, as_of, about_now=about_now(query))[:k]
-        needs_confirmation = bool(hits) and max(h.score for h in hits) < CONFIRM_BELOW
+        # The seed's test, on the seed's score (S7): 「对剩余结果，按relevance_score降序排列。如果最高分低于 0.7，
+        # 说明当前没有高质量记忆可用」 — the best relevance_score of the hits, not ``score`` (which scales it by
+        # the match's confidence, a cosine whose range depends on the embedding model).
+        needs_confirmation = bool(hits) and max(h.memory.relevance_score for h in hits) < CONFIRM_BELOW
         if record:
             mark_recalled(tenant, [h.memory.pk for h in hits])
         timings["rerank"] = _ms(start)
@@ -668,6 +713,6 @@ def recall(
         hits=hits,
         needs_confirmation=needs_confirmation,
         timings_ms=timings,
-        rewritten_query=embedding.rewritten if embedding.rewritten != query else None,
+        rewritten_query=embedding.searched if embedding.searched != query else None,
         rule_keys=keys,
     )

@@ -1,19 +1,42 @@
-"""Query rewriting by intent (S7 stage 2): table-driven, explainable, no model.
+"""Query rewriting by intent (S7 stage 2): a regex table first, then the intent of the query's embedding.
 
 A vague reference such as 「那个产品」 or "the same way as last time" is a poor vector query; rewritten to what it
 stands for (「用户近期咨询过的产品名称或型号」) it finds the right memory. Each rule of :data:`RULES` says which
 words it recognises, what they are rewritten to in each language, the intent, and the memory keys the rule stage
-(S7 stage 1) looks up directly. :func:`rewrite_query` reports which rules fired in ``reason``.
+(S7 stage 1) looks up directly. :func:`rewrite_query` reports which rules fired in ``reason``: the table is the
+explainable fast path, and needs no model.
+
+A query the table leaves alone (「上次推荐给我的东西」) is classified by the embedding recall computes for it anyway
+(:func:`rewrite_and_embed`): the nearest of the labelled :data:`INTENT_EXAMPLES` gives the intent when it is near
+enough (:func:`intent_models`: per model, thresholds chosen on ``bench/data/vague_queries.json``) and is not an
+example of a plain query; the query is then kept and followed by that intent's table text.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
-from memory.compression import detect_language
+import numpy as np
 
-__all__ = ["RULES", "Rewrite", "RewriteRule", "rewrite_query", "rule_keys"]
+from memory.text import detect_language
+
+__all__ = [
+    "EMBEDDING_RULES",
+    "INTENT_EXAMPLES",
+    "NO_INTENT",
+    "RULES",
+    "IntentMatch",
+    "Rewrite",
+    "RewriteRule",
+    "classify_intent",
+    "intent_models",
+    "rewrite_and_embed",
+    "rewrite_by_embedding",
+    "rewrite_query",
+    "rule_keys",
+]
 
 
 @dataclass(frozen=True)
@@ -31,18 +54,19 @@ class RewriteRule:
     """One row of the table: ``pattern`` (both languages) → ``zh``/``en`` replacement, ``intent``, ``keys``.
 
     ``keys`` are memory keys; for results and batches, which are keyed by their type, the type name
-    (``tool_result``, ``batch_operation``).
+    (``tool_result``, ``batch_operation``). ``pattern`` is ``None`` for an intent that only the embedding
+    classifier recognises (no wording of it is narrow enough for a regex).
     """
 
     intent: str
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | None
     zh: str
     en: str
     keys: tuple[str, ...]
 
 
-def _rule(intent: str, pattern: str, zh: str, en: str, keys: tuple[str, ...]) -> RewriteRule:
-    return RewriteRule(intent, re.compile(pattern, re.IGNORECASE), zh, en, keys)
+def _rule(intent: str, pattern: str | None, zh: str, en: str, keys: tuple[str, ...]) -> RewriteRule:
+    return RewriteRule(intent, re.compile(pattern, re.IGNORECASE) if pattern else None, zh, en, keys)
 
 
 _B = r"(?<![A-Za-z])"  # ASCII word boundaries: \b does not work next to Chinese characters
@@ -155,6 +179,77 @@ RULES: tuple[RewriteRule, ...] = (
     ),
 )
 
+#: Intents only the embedding classifier recognises (``pattern`` and ``keys`` empty). 「上次推荐给我的东西」: a
+#: recommendation is said in too many ways (推荐, 建议, 推的, "suggested") that also occur in plain requests
+#: (「推荐一款耳机」 asks for a new one), and it has no memory key (it lives in the agent's conversation units).
+EMBEDDING_RULES: tuple[RewriteRule, ...] = (
+    _rule(
+        "recommendation",
+        None,
+        "客服之前推荐给用户的产品或方案",
+        "the product or plan the agent recommended to the user",
+        (),
+    ),
+)
+
+NO_INTENT = "none"
+
+#: Example phrasings per intent (zh and en) for the embedding classifier, and of queries that name no intent
+#: (``NO_INTENT``: plain questions and requests): a query nearest to one of those is left alone. Written to
+#: cover wordings the regexes miss; the labelled set that measures them (``bench/data/vague_queries.json``) is
+#: another set of phrasings, so the figures are not read off the examples themselves.
+INTENT_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "product_reference": (
+        "上次看的那个产品", "之前问过的那款", "我咨询过的那个型号", "上回提到的那个商品", "之前聊的那台机器",
+        "the product I asked about before", "that item from last time", "the model we talked about",
+        "the thing I was looking at earlier",
+    ),
+    "recommendation": (
+        "你们上次推荐的产品", "客服推荐给我的那款", "之前给我推荐的是什么", "上次建议我买的东西", "你们给我推荐过什么",
+        "the product you recommended", "what did you suggest I buy", "the item you recommended to me",
+        "your recommendation from before",
+    ),
+    "last_operation": (
+        "按之前那样办", "还是像上次那样处理", "跟以前一样操作", "用上次的设置再来一次",
+        "do it like before", "repeat what we did last time", "the way you handled it before",
+    ),
+    "tracking": (
+        "包裹现在在哪", "我的东西发货了吗", "物流走到哪了", "什么时候能送到",
+        "where is my parcel now", "has my package shipped", "when will it arrive",
+    ),
+    "order": (
+        "我下的单怎么样了", "我那笔订单", "之前下的单", "我买的那个订单",
+        "the order I placed", "what I bought last week", "status of my purchase",
+    ),
+    "batch_progress": (
+        "导入做到哪一步了", "批量任务完成了吗", "处理了多少条了",
+        "is the import finished", "how much of the batch is done", "how many items remain",
+    ),
+    "phone": (
+        "我留的电话", "你们记的我的号码", "登记的手机是哪个",
+        "the number you have for me", "which phone number is on file",
+    ),
+    "email": ("我留的邮箱", "登记的电子邮件", "the email on file", "which email did I give you"),
+    "address": (
+        "东西寄到哪里", "我留的地址", "登记的收件地",
+        "where is it being shipped", "the address you have for me", "where will it be delivered",
+    ),
+    "name": ("你们登记的我的姓名", "怎么称呼我", "what name do you have for me", "my name on the account"),
+    "coupon": (
+        "那张券", "给我的优惠还能用吗", "之前发的红包",
+        "that voucher from before", "the discount code you sent me",
+    ),
+    "topic_reference": (
+        "刚才说的事", "我们刚才在聊什么", "前面那个问题",
+        "what we were discussing", "the issue from a minute ago", "back to my previous question",
+    ),
+    NO_INTENT: (
+        "你好", "谢谢", "你们几点上班", "怎么退货", "运费多少钱", "有什么新品", "我想投诉", "帮我推荐一款耳机",
+        "hello", "thank you", "what are your hours", "how do I return something", "how much is delivery",
+        "I'd like to complain", "can you recommend a laptop",
+    ),
+}  # fmt: skip
+
 
 def rewrite_query(query: str, *, language: str | None = None) -> Rewrite:
     """Rewrite the vague references in ``query`` to what they stand for.
@@ -169,6 +264,8 @@ def rewrite_query(query: str, *, language: str | None = None) -> Rewrite:
     lang = "zh" if code.startswith("zh") else "en" if code.startswith("en") else detect_language(stripped)
     owned: list[tuple[int, int, RewriteRule]] = []
     for rule in RULES:
+        if rule.pattern is None:
+            continue
         for match in rule.pattern.finditer(stripped):
             start, end = match.span()
             if end > start and not any(start < e and s < end for s, e, _ in owned):
@@ -200,3 +297,149 @@ def rewrite_query(query: str, *, language: str | None = None) -> Rewrite:
 def rule_keys(query: str) -> tuple[str, ...]:
     """The exact memory keys the rule stage should look up for ``query`` (「查我的订单」 → ``("order_id",)``)."""
     return rewrite_query(query).keys
+
+
+# --- Intent by embedding (S7: 「先用一个小模型对 query 做一次“意图增强”」) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class IntentMatch:
+    """The labelled example nearest to a query: its ``intent`` (``NO_INTENT`` for an example of a plain query),
+    the cosine ``similarity``, the ``example`` itself and the ``model`` both were embedded with."""
+
+    intent: str
+    similarity: float
+    example: str
+    model: str
+
+
+def intent_models() -> dict[str, tuple[tuple[str, ...], float]]:
+    """Per embedding model: the query languages it reads and the similarity an intent example must reach.
+
+    The thresholds were chosen on ``bench/data/vague_queries.json`` by ``bench/intent_rewrite.py``, for each model
+    on the languages it reads: the value that gets most queries right (the labelled intent, or a plain query left
+    unchanged) among those 0.05 or more above every plain query's similarity to an intent example — a false
+    rewrite changes what recall searches for, a miss only keeps the query as it was. MiniLM maps most Chinese
+    characters to ``[UNK]``, so every Chinese query looks alike to it: it classifies English queries only.
+    A model not named here (multilingual-e5) is not calibrated and never rewrites by embedding.
+    """
+    from memory import embeddings
+
+    return {embeddings.USE_MODEL: (("zh", "en"), 0.7), embeddings.DEFAULT_MODEL: (("en",), 0.55)}
+
+
+_BY_INTENT = {rule.intent: rule for rule in (*RULES, *EMBEDDING_RULES)}
+_examples_lock = threading.Lock()
+_examples: dict[str, tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _example_vectors(model: str) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
+    """The examples a model reads, embedded once per process (a few hundred ms on first use): the matrix, the
+    intent of each row and its text."""
+    cached = _examples.get(model)
+    if cached is not None:
+        return cached
+    with _examples_lock:
+        if model not in _examples:
+            from memory import embeddings
+
+            languages = intent_models()[model][0]
+            rows = [
+                (intent, text)
+                for intent, texts in INTENT_EXAMPLES.items()
+                for text in texts
+                if detect_language(text) in languages
+            ]
+            matrix = embeddings.embed([text for _, text in rows], model=model, kind="query")
+            _examples[model] = (matrix, tuple(i for i, _ in rows), tuple(t for _, t in rows))
+        return _examples[model]
+
+
+def _language(text: str, language: str | None) -> str:
+    code = (language or "").lower()
+    return "zh" if code.startswith("zh") else "en" if code.startswith("en") else detect_language(text)
+
+
+#: Someone other than the user: every intent's rewrite says "the user's" (「我妈的电话」 is not 「用户的手机号码」),
+#: so a query about another person is never rewritten by embedding.
+_SOMEONE_ELSE = re.compile(
+    r"我(?:的)?(?:妈妈?|爸爸?|母亲|父亲|老公|老婆|丈夫|妻子|爱人|儿子|女儿|孩子|弟弟?|哥哥?|姐姐?|妹妹?|朋友|同事|家人|"
+    r"爷爷|奶奶|外公|外婆)|"
+    + _B
+    + r"my (?:mom|mum|mother|dad|father|wife|husband|partner|son|daughter|kids?|child(?:ren)?|brother|sister|"
+    r"friend|colleague|parents?)" + _E,
+    re.IGNORECASE,
+)
+
+
+def classify_intent(
+    query: str, *, model: str, vector: np.ndarray | None = None, language: str | None = None
+) -> IntentMatch | None:
+    """The labelled example nearest to ``query`` under ``model``, or ``None`` when ``model`` is not calibrated
+    (``intent_models``), does not read the query's language, or the query is about someone other than the user
+    (``_SOMEONE_ELSE``). ``vector``: the query already embedded with ``model`` (``kind="query"``, unit length),
+    so that recall's own query embedding is reused."""
+    known = intent_models().get(model)
+    if known is None or _language(query, language) not in known[0] or _SOMEONE_ELSE.search(query):
+        return None
+    matrix, intents, texts = _example_vectors(model)
+    if vector is None:
+        from memory import embeddings
+
+        vector = embeddings.embed_one(query.strip(), model=model, kind="query")
+    similarities = matrix @ vector
+    best = int(np.argmax(similarities))
+    return IntentMatch(intents[best], float(similarities[best]), texts[best], model)
+
+
+def rewrite_by_embedding(
+    query: str, *, model: str, vector: np.ndarray | None = None, language: str | None = None
+) -> Rewrite:
+    """:func:`rewrite_query`, and when no rule of the table applies, the intent of the nearest labelled example
+    if it reaches the model's threshold and is not an example of a plain query.
+
+    The embedding does not say which words are vague, so the query is kept and the intent's rewrite follows it
+    in brackets (「上次推荐给我的东西（客服之前推荐给用户的产品或方案）」): its specific words still reach the vector
+    leg. ``keys`` stays empty: recall's rule stage runs while the query is being embedded, before this intent
+    exists. ``reason`` names the example, the similarity and the threshold.
+    """
+    rewrite = rewrite_query(query, language=language)
+    if rewrite.intent is not None:
+        return rewrite
+    match = classify_intent(query, model=model, vector=vector, language=language)
+    if match is None:
+        return rewrite
+    threshold = intent_models()[model][1]
+    if match.intent == NO_INTENT or match.similarity < threshold:
+        return rewrite
+    rule = _BY_INTENT[match.intent]
+    stripped = query.strip()
+    text = f"{stripped}（{rule.zh}）" if _language(stripped, language) == "zh" else f"{stripped} ({rule.en})"
+    nearest = f"nearest example 「{match.example}」 {match.similarity:.2f} ≥ {threshold}"
+    reason = f"embedding ({model}): {nearest} → {rule.intent}"
+    return Rewrite(text, rule.intent, (), reason)
+
+
+def rewrite_and_embed(query: str, models: list[str], *, intents: bool = True) -> tuple[Rewrite, dict[str, np.ndarray]]:
+    """The rewrite recall searches with, and the rewritten query embedded with each of ``models``.
+
+    The table goes first and, when it fires, its rewrite is embedded as before. Otherwise the query is embedded
+    (what recall needed anyway) and, with ``intents``, classified with the first of ``models`` that is calibrated
+    for its language (``rewrite_by_embedding``); only when that rewrites is the new text embedded again. The
+    added cost for a query no intent claims is one small matrix product.
+    """
+    from memory import embeddings
+
+    stripped = query.strip()
+    rewrite = rewrite_query(stripped)
+    if rewrite.intent is not None or not intents:
+        return rewrite, {m: embeddings.embed_one(rewrite.text, model=m, kind="query") for m in models}
+    vectors = {m: embeddings.embed_one(stripped, model=m, kind="query") for m in models}
+    language = detect_language(stripped)
+    model = next((m for m in models if language in intent_models().get(m, ((), 0.0))[0]), None)
+    if model is None:
+        return rewrite, vectors
+    rewrite = rewrite_by_embedding(stripped, model=model, vector=vectors[model], language=language)
+    if rewrite.intent is None:
+        return rewrite, vectors
+    return rewrite, {m: embeddings.embed_one(rewrite.text, model=m, kind="query") for m in models}

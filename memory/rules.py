@@ -1,4 +1,4 @@
-"""Rule extractors: the pure, model-free part of fact extraction (S2, S7 stage 1, S13).
+"""Rule extractors, the model-free part of fact extraction (S2, S7 stage 1, S13); long: one table, one order.
 
 :func:`extract_facts` turns one chat message into typed :class:`Fact` objects for customer-service entities —
 names, phone numbers, e-mails, order and tracking numbers, coupons, amounts, dates, addresses, products and the
@@ -47,13 +47,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.compression import (
-    SURNAMES,
-    Language,
-    detect_language,
-    is_chinese_name,
-    pos_cut,
-)
+from memory.compression import SURNAMES, is_chinese_name
 from memory.confirmation import is_change, is_confirmation, is_rejected
 from memory.numerals import CN_NUMBER, parse_number
 from memory.ownership import disowned_mentions, is_quoted_or_example
@@ -69,18 +63,18 @@ from memory.rules_cs import (
     extract_points,
 )
 from memory.rules_dates import extract_dates, parse_expiry
-from memory.rules_state import CJK as _CJK
 from memory.rules_state import SEP as _SEP
 from memory.rules_state import A as _A
 from memory.rules_state import Extraction as _Extraction
 from memory.rules_state import Found as _Found
 from memory.rules_state import Z as _Z
+from memory.text import CJK as _CJK
+from memory.text import Language, detect_language, pos_cut
 
 __all__ = [
     "CONTENT_LIMIT",
     "LIFETIMES",
     "Fact",
-    "detect_language",
     "disowned_keys",
     "extract_facts",
     "is_confirmation",
@@ -119,7 +113,7 @@ LIFETIMES: dict[str, tuple[str, int]] = {
     "callback": ("fact_reference", 7 * DAY),
     "points_balance": ("fact_reference", 7 * DAY),  # a balance moves with every order
     "batch_progress": ("fact_reference", 3 * DAY),
-    # Meaningful only inside the current conversation: cleared on a topic switch (S10).
+    # Meaningful only inside the current conversation: frozen on a topic switch (S10).
     "amount": ("session_state", DAY),
     "date": ("session_state", DAY),
     "place": ("session_state", DAY),

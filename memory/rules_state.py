@@ -15,9 +15,8 @@ from typing import Any
 
 from memory.ownership import Owner, owner_of, whose
 
-__all__ = ["A", "CJK", "CLAUSE_END", "SEP", "Z", "Extraction", "Found", "digits"]
+__all__ = ["A", "CLAUSE_END", "SEP", "Z", "Extraction", "Found", "digits"]
 
-CJK = "\u4e00-\u9fff"
 #: Word boundaries that also hold between a letter and a CJK character (``\b`` does not).
 A = r"(?<![A-Za-z0-9_])"
 Z = r"(?![A-Za-z0-9_])"

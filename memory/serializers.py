@@ -8,7 +8,8 @@ from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from config.text_input import TextField, field_json, field_text
-from memory.models import MAX_CONTENT, MemoryType
+from memory.fetch import is_valid_at
+from memory.models import MAX_CONTENT, MemoryType, MemoryUnit
 from memory.recall import MAX_K
 from memory.schema import MAX_EXPIRES_IN
 
@@ -130,3 +131,29 @@ class MemoryOut(serializers.Serializer):
     source_message_id = serializers.UUIDField(allow_null=True)
     lifespan = LifespanOut()
     expired = serializers.BooleanField()
+
+
+def serialize_memory(memory: MemoryUnit, *, now: datetime | None = None) -> dict[str, Any]:
+    """The MemoryUnit shape of API.md."""
+    now = now or timezone.now()
+    return {
+        "id": str(memory.pk),
+        "type": memory.type,
+        "key": memory.key,
+        "content": memory.content,
+        "data": memory.data,
+        "session_id": str(memory.session_id) if memory.session_id else None,
+        "end_user_id": memory.end_user.external_id,
+        "source_message_id": str(memory.source_message_id) if memory.source_message_id else None,
+        "lifespan": {
+            "created_at": _iso(memory.created_at),
+            "expires_in": memory.expires_in,
+            "expires_at": _iso(memory.expires_at),
+            "relevance_score": round(memory.relevance_score, 4),
+        },
+        "expired": not is_valid_at(memory, now),
+    }
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")

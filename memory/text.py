@@ -1,4 +1,11 @@
-"""Text segmentation for the lexical leg of recall.
+"""Text plumbing shared by the memory layer and the chat runtime: CJK ranges, language detection, the one
+jieba loader, and segmentation for the lexical leg of recall.
+
+- :data:`CJK` / :data:`CJK_RE`: the Chinese characters memdesk recognises (unified ideographs, extension A,
+  compatibility ideographs), the one range every module uses.
+- :func:`detect_language`: ``"zh"`` or ``"en"`` for a piece of text.
+- jieba, initialised once and lazily (importing it costs about a second and loading the dictionary must not
+  race): :func:`cut`, :func:`pos_cut` and :func:`segment` all go through :func:`_jieba`.
 
 PostgreSQL's full-text parser does not split Chinese into words, so memdesk
 segments text with jieba before it reaches ``to_tsvector``: stored memories
@@ -12,15 +19,20 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import warnings
 from collections.abc import Iterable
-from typing import Any
+from types import ModuleType
+from typing import Literal
 
 TS_CONFIG = "english"
 
-_init_lock = threading.Lock()
-_jieba: Any = None
+Language = Literal["zh", "en"]
 
-_WORD = re.compile(r"[\w\u4e00-\u9fff]+", re.UNICODE)
+#: Chinese characters: CJK unified ideographs, extension A and the compatibility ideographs.
+CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_RE = re.compile(f"[{CJK}]")
+_LATIN_RE = re.compile(r"[A-Za-z]")
+_WORD = re.compile(f"[\\w{CJK}]+", re.UNICODE)
 
 #: Function words that carry no recall signal in a query (Chinese; the
 #: ``english`` configuration drops English stop words itself).
@@ -31,21 +43,69 @@ ZH_STOPWORDS = frozenset(
 )
 
 
-def _get_jieba() -> Any:
-    global _jieba
-    if _jieba is None:
-        with _init_lock:
-            if _jieba is None:
-                import jieba
+def has_cjk(text: str) -> bool:
+    return CJK_RE.search(text) is not None
 
+
+def detect_language(text: str) -> Language:
+    """``"zh"`` when Chinese characters make up at least a quarter of the letters, else ``"en"``.
+
+    Text with no letters at all (``"13912345678"``) is ``"zh"``: memdesk is Chinese first. Chinese mixed with
+    product names or codes (``"iPhone 15 Pro 多少钱"``) stays ``"zh"``.
+    """
+    cjk = len(CJK_RE.findall(text))
+    latin = len(_LATIN_RE.findall(text))
+    if cjk == 0 and latin == 0:
+        return "zh"
+    return "zh" if cjk * 3 >= latin else "en"
+
+
+def language_of(text: str, language: str | None) -> Language:
+    """``language`` when it names Chinese or English (``"zh"``, ``"zh-hans"``, ``"en-US"``), else detected."""
+    code = (language or "").lower()
+    if code.startswith("zh"):
+        return "zh"
+    if code.startswith("en"):
+        return "en"
+    return detect_language(text)
+
+
+# --- jieba --------------------------------------------------------------------
+
+_jieba_lock = threading.Lock()
+_jieba_modules: tuple[ModuleType, ModuleType] | None = None
+
+
+def _jieba() -> tuple[ModuleType, ModuleType]:
+    """jieba and its POS tagger, loaded once per process (the dictionary load must not race)."""
+    global _jieba_modules
+    if _jieba_modules is None:
+        with _jieba_lock:
+            if _jieba_modules is None:
+                with warnings.catch_warnings():
+                    # jieba 0.42 imports pkg_resources, which warns on every modern setuptools.
+                    warnings.simplefilter("ignore")
+                    import jieba
+                    import jieba.posseg as posseg
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
-                _jieba = jieba
-    return _jieba
+                _jieba_modules = (jieba, posseg)
+    return _jieba_modules
 
 
-def has_cjk(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+def cut(text: str) -> list[str]:
+    """jieba tokens of ``text`` (accurate mode, HMM on); their concatenation is ``text``."""
+    jieba, _ = _jieba()
+    return list(jieba.cut(text))
+
+
+def pos_cut(text: str) -> list[tuple[str, str]]:
+    """jieba ``(word, flag)`` pairs (ICTCLAS flags: ``nr`` person, ``ns`` place, ``nt`` organisation, …)."""
+    _, posseg = _jieba()
+    return [(pair.word, pair.flag) for pair in posseg.cut(text)]
+
+
+# --- segmentation for full-text search ------------------------------------------
 
 
 def segment(text: str, *, for_search: bool = True) -> list[str]:
@@ -54,9 +114,9 @@ def segment(text: str, *, for_search: bool = True) -> list[str]:
         return []
     if not has_cjk(text):
         return [w.lower() for w in _WORD.findall(text)]
-    jieba = _get_jieba()
-    cut = jieba.lcut_for_search(text) if for_search else jieba.lcut(text)
-    return [w.lower() for w in cut if _WORD.fullmatch(w)]
+    jieba, _ = _jieba()
+    words = jieba.lcut_for_search(text) if for_search else jieba.lcut(text)
+    return [w.lower() for w in words if _WORD.fullmatch(w)]
 
 
 def document_text(parts: Iterable[str]) -> str:

@@ -1,35 +1,76 @@
-"""Explicit topic-switch detection (S10): when it fires, the runtime inserts ``<|context_reset|>`` and clears
-the session's ``session_state`` memories.
+"""Topic-switch detection (S10): when it fires, the runtime inserts ``<|context_reset|>`` and freezes the old
+topic's ``session_state`` memories (``memory.topic_freeze``).
 
-Only explicit switches count, because a false positive throws away the session's working memory:
+Three ways in, cheapest first:
+
+1. **Explicit phrases** (:func:`detect_topic_switch`, the fast path, no model):
 
 * a dismissal of the old matter followed by a new request — 「账单的事先不说了，我要投诉客服」,
   「先不管订单了，我想问…」, "forget the bill, I want to complain about …";
 * an announcement of a new topic — 「换个话题」, 「另外一个问题」, "let's talk about something else",
   "another question:".
 
-A dismissal with no new request is a goodbye, not a switch: 「不说了，谢谢」, 「好的不说了」, "never mind, thanks".
-Plain questions never switch. Pure and deterministic.
+   A dismissal with no new request is a goodbye, not a switch: 「不说了，谢谢」, 「好的不说了」, "never mind, thanks".
+2. **An explicit return** (:func:`detect_topic_return`): 「回到刚才账单的问题」, "back to the billing question".
+3. **An intent shift** (:func:`detect_intent_shift`): the new message's embedding is far from every vector of the
+   current topic (its first and latest message): 「查账单」 → 「我要投诉客服」. Never for acknowledgements and
+   elliptical follow-ups (:func:`is_follow_up`: 「好的」, 「那运费呢」, "what about the fee?"), which are short and say
+   little on their own; only for a model with a threshold measured on ``bench/data/topic_switch_labels.json``
+   (``SHIFT_THRESHOLDS``). A shift close to a frozen topic (``RETURN_THRESHOLD``) is a return to it.
+
+Everything here is pure: vectors come in as arguments (``memory.topic_freeze`` embeds and stores).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from memory.compression import compress
+from memory.embeddings import DEFAULT_MODEL, USE_MODEL
 
-__all__ = ["TopicSwitch", "detect_topic_switch"]
+__all__ = [
+    "TopicSwitch",
+    "detect_intent_shift",
+    "detect_topic_return",
+    "detect_topic_switch",
+    "is_follow_up",
+    "model_reads",
+    "shift_applies",
+    "topic_similarity",
+]
 
 TOPIC_LIMIT = 60
+
+#: Below this cosine similarity to every vector of the current topic, a message is on another topic. Per model:
+#: vectors of different models are not comparable. Chosen on bench/data/topic_switch_labels.json
+#: (bench/topic_switch.py prints precision and recall); a model without a threshold never detects a shift.
+SHIFT_THRESHOLDS: dict[str, float] = {USE_MODEL: 0.30, DEFAULT_MODEL: 0.25}
+#: A shifted message at least this close to a frozen topic returns to it instead of opening a new one.
+RETURN_THRESHOLD = 0.5
+#: MiniLM reads English only: a Chinese message's vector says nothing (memory/embeddings.py).
+_ENGLISH_ONLY = frozenset({DEFAULT_MODEL})
 
 
 @dataclass(frozen=True)
 class TopicSwitch:
-    """A detected switch. ``new_topic`` is the user's new request, or ``""`` when not said yet (「换个话题」)."""
+    """A detected switch. ``new_topic`` is the user's new request, or ``""`` when not said yet (「换个话题」).
+
+    ``kind``: ``"phrase"`` (an explicit phrase), ``"shift"`` (the intent moved) or ``"return"`` (back to a frozen
+    topic, ``frozen_id`` names which). ``memory.topic_freeze`` fills ``frozen_as`` (the record the topic left
+    was frozen into) and, for a return, ``tool_context`` (the returning topic's frozen tool call, or ``None``).
+    """
 
     new_topic: str
     reason: str
+    kind: str = "phrase"
+    frozen_id: str = ""
+    frozen_as: str = ""
+    tool_context: dict[str, Any] | None = None
 
 
 _PUNCT = "，,。.；;！!？?：:、…~～\\s"
@@ -144,3 +185,89 @@ def detect_topic_switch(text: str, *, previous_topic: str | None = None) -> Topi
                 return None
             return TopicSwitch(new_topic, f"{lang}: announced a new topic ({match.group(0)!r})")
     return None
+
+
+# --- returns and follow-ups --------------------------------------------------
+
+_RETURN_ZH = re.compile(
+    r"(?:回到|回去|说回|再说回|接着说|继续说|继续聊|接着聊|再聊回|还是说)(?:刚才|之前|前面|刚刚|上面|一开始)?(?:的|说的|那个)?"
+    r"(?P<what>[^，,。.；;！!？?]{0,12}?)(?:的)?(?:问题|事情?|那件事|话题)"
+)
+_RETURN_EN = re.compile(
+    r"(?<![A-Za-z])(?:(?:go(?:ing)?|get(?:ting)?|come|coming) )?back to (?:the |my |our |that |your )?"
+    r"(?:earlier |previous |first )?(?P<what>[\w -]{0,30}?)\s*(?:question|issue|topic|thing|matter|problem)"
+    r"(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_FOLLOW_UP = re.compile(
+    r"^(?:那|那么|还有|那如果|如果)?[^，,。.；;！!？?]{0,10}呢[？?。.！!]*$"
+    r"|^(?:what|how) about\b|^and (?:the|what|how|if|when)\b|^(?:also|plus),? (?:the|what|how)\b",
+    re.IGNORECASE,
+)
+# A message that points back at what was just said (「这笔」, "is it…", "a fee for that") is about the same matter.
+_ANAPHORA = re.compile(
+    r"[这那](?:笔|件|单|样|个(?!月|星期|礼拜|季度|年))|它"
+    r"|(?<![A-Za-z])(?:it|that|this|these|those|them|there)(?![A-Za-z'])(?!\s+(?:is|are)\s+(?:a|an|my)\b)",
+    re.IGNORECASE,
+)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+#: Shorter than this says too little for its vector to mean a new topic (「嗯嗯」, 「在吗」, "ok sure").
+_MIN_CJK, _MIN_WORDS = 4, 3
+
+
+def detect_topic_return(text: str) -> str | None:
+    """The topic an explicit return names (「回到刚才账单的问题」 → 「账单」, "back to the billing question" →
+    "billing"), ``""`` when it names none (「回到刚才的问题」), ``None`` when ``text`` is no return."""
+    for pattern in (_RETURN_ZH, _RETURN_EN):
+        match = pattern.search(text)
+        if match:
+            return re.sub(r"^(?:刚才|之前|前面|刚刚|的)+", "", match.group("what")).strip(" 的")
+    return None
+
+
+def is_follow_up(text: str) -> bool:
+    """Whether ``text`` is an acknowledgement, too short to mean anything alone, an elliptical follow-up
+    (「那运费呢」, "what about the fee?") or points back at what was said (「这笔」, "is it still…"): such a
+    message continues the topic, whatever its vector says."""
+    stripped = text.strip()
+    if not stripped or _GOODBYE.match(stripped) or _FOLLOW_UP.search(stripped) or _ANAPHORA.search(stripped):
+        return True
+    cjk = len(_CJK.findall(stripped))
+    return cjk < _MIN_CJK if cjk else len(_WORD.findall(stripped)) < _MIN_WORDS
+
+
+def topic_similarity(vector: Any, topic_vectors: Sequence[Any]) -> float:
+    """The highest cosine similarity of ``vector`` to the topic's unit vectors (``-1.0`` for none)."""
+    if not len(topic_vectors):
+        return -1.0
+    return float(np.max(np.asarray(topic_vectors, dtype=np.float32) @ np.asarray(vector, dtype=np.float32)))
+
+
+def model_reads(text: str, model: str) -> bool:
+    """Whether ``model`` has a shift threshold and reads ``text`` (MiniLM reads no Chinese)."""
+    return model in SHIFT_THRESHOLDS and not (model in _ENGLISH_ONLY and _CJK.search(text))
+
+
+def shift_applies(text: str, model: str) -> bool:
+    """Whether the embedding check may run on ``text`` with ``model``: a model that reads it, and a message that
+    is not a follow-up."""
+    return model_reads(text, model) and not is_follow_up(text)
+
+
+def detect_intent_shift(
+    text: str, vector: Any, topic_vectors: Sequence[Any], *, model: str, previous_topic: str | None = None
+) -> TopicSwitch | None:
+    """A switch when ``text`` (embedded as ``vector`` by ``model``) is further than the model's threshold from
+    every vector of the current topic; ``None`` for a follow-up, for no current topic, or for an uncalibrated
+    model. ``new_topic`` is the message itself, compressed."""
+    if not len(topic_vectors) or not shift_applies(text, model):
+        return None
+    similarity = topic_similarity(vector, topic_vectors)
+    threshold = SHIFT_THRESHOLDS[model]
+    if similarity >= threshold:
+        return None
+    was = f" from {previous_topic!r}" if previous_topic else ""
+    return TopicSwitch(
+        _topic(text.strip()), f"intent shift{was}: similarity {similarity:.2f} < {threshold:.2f}", kind="shift"
+    )

@@ -1,4 +1,4 @@
-"""REST views for memories: parse, check, call ``memory.services``."""
+"""REST views for memories: parse, check, call the memory services (``memory.store``, ``memory.fetch``, …)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory import services
+from memory import audit, feedback, fetch, lifecycle, store
 from memory.recall import recall
-from memory.serializers import FeedbackIn, MemoryCreateIn, MemoryListQuery, MemoryOut, MemoryPatchIn, RecallIn
+from memory.serializers import (
+    FeedbackIn,
+    MemoryCreateIn,
+    MemoryListQuery,
+    MemoryOut,
+    MemoryPatchIn,
+    RecallIn,
+    serialize_memory,
+)
 from tenants.throttles import MemoryThrottle, RecallThrottle
 
 SESSION_HEADER = OpenApiParameter("X-Session-ID", str, OpenApiParameter.HEADER, required=True)
-ACTOR = services.TENANT_API
+ACTOR = audit.TENANT_API
 
 
 class MemoryListView(APIView):
@@ -25,21 +33,21 @@ class MemoryListView(APIView):
     def get(self, request: Request) -> Response:
         query = MemoryListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        memories = services.list_memories(
+        memories = fetch.list_memories(
             request.tenant,
             request.chat_session,
             type=query.validated_data.get("type"),
             as_of=query.validated_data.get("as_of"),
             include_expired=query.validated_data["include_expired"],
         )
-        return Response({"memories": [services.serialize_memory(m) for m in memories]})
+        return Response({"memories": [serialize_memory(m) for m in memories]})
 
     @extend_schema(parameters=[SESSION_HEADER], request=MemoryCreateIn, responses={201: MemoryOut})
     def post(self, request: Request) -> Response:
         body = MemoryCreateIn(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.do_write_memory(request.tenant, request.chat_session, actor=ACTOR, **body.validated_data)
-        return Response(services.serialize_memory(result.memory), status=status.HTTP_201_CREATED)
+        result = store.do_write_memory(request.tenant, request.chat_session, actor=ACTOR, **body.validated_data)
+        return Response(serialize_memory(result.memory), status=status.HTTP_201_CREATED)
 
 
 class MemoryDetailView(APIView):
@@ -48,21 +56,21 @@ class MemoryDetailView(APIView):
 
     @extend_schema(parameters=[SESSION_HEADER], responses={200: MemoryOut})
     def get(self, request: Request, memory_id: str) -> Response:
-        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
-        return Response(services.serialize_memory(memory))
+        memory = fetch.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        return Response(serialize_memory(memory))
 
     @extend_schema(parameters=[SESSION_HEADER], request=MemoryPatchIn, responses={200: MemoryOut})
     def patch(self, request: Request, memory_id: str) -> Response:
-        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        memory = fetch.get_visible_memory(request.tenant, request.chat_session, memory_id)
         body = MemoryPatchIn(data=request.data)
         body.is_valid(raise_exception=True)
-        memory = services.do_edit_memory(request.tenant, memory, actor=ACTOR, **body.validated_data)
-        return Response(services.serialize_memory(memory))
+        memory = lifecycle.do_edit_memory(request.tenant, memory, actor=ACTOR, **body.validated_data)
+        return Response(serialize_memory(memory))
 
     @extend_schema(parameters=[SESSION_HEADER], responses={204: None})
     def delete(self, request: Request, memory_id: str) -> Response:
-        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
-        services.do_delete_memory(request.tenant, memory, actor=ACTOR)
+        memory = fetch.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        lifecycle.do_delete_memory(request.tenant, memory, actor=ACTOR)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -72,9 +80,9 @@ class MemoryExpireView(APIView):
 
     @extend_schema(parameters=[SESSION_HEADER], request=None, responses={200: MemoryOut})
     def post(self, request: Request, memory_id: str) -> Response:
-        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
-        memory = services.do_expire_memory(request.tenant, memory, actor=ACTOR)
-        return Response(services.serialize_memory(memory))
+        memory = fetch.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        memory = lifecycle.do_expire_memory(request.tenant, memory, actor=ACTOR)
+        return Response(serialize_memory(memory))
 
 
 class MemoryFeedbackView(APIView):
@@ -83,11 +91,11 @@ class MemoryFeedbackView(APIView):
 
     @extend_schema(parameters=[SESSION_HEADER], request=FeedbackIn, responses={200: MemoryOut})
     def post(self, request: Request, memory_id: str) -> Response:
-        memory = services.get_visible_memory(request.tenant, request.chat_session, memory_id)
+        memory = fetch.get_visible_memory(request.tenant, request.chat_session, memory_id)
         body = FeedbackIn(data=request.data)
         body.is_valid(raise_exception=True)
-        memory = services.do_feedback(request.tenant, memory, body.validated_data["event"], actor=ACTOR)
-        return Response(services.serialize_memory(memory))
+        memory = feedback.do_feedback(request.tenant, memory, body.validated_data["event"], actor=ACTOR)
+        return Response(serialize_memory(memory))
 
 
 RecallOut = inline_serializer(
@@ -121,7 +129,7 @@ class MemoryRecallView(APIView):
             {
                 "results": [
                     {
-                        "memory": services.serialize_memory(hit.memory),
+                        "memory": serialize_memory(hit.memory),
                         "stage": hit.stage,
                         "similarity": hit.similarity,
                         "score": hit.score,

@@ -4,9 +4,10 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.utils import timezone
 
 from tenants.admin_base import TenantScopedAdmin
-from tenants.models import API_KEY_PREFIX, ApiKey, EndUser, Membership, Tenant, hash_api_key
+from tenants.models import ApiKey, EndUser, Membership, Tenant
 
 
 @admin.register(Tenant)
@@ -39,11 +40,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if not change:
-            import secrets
-
-            plain = API_KEY_PREFIX + secrets.token_urlsafe(32)
-            obj.prefix = plain[: len(API_KEY_PREFIX) + 6]
-            obj.key_hash = hash_api_key(plain)
+            plain = obj.new_secret()
             super().save_model(request, obj, form, change)
             self.message_user(
                 request,
@@ -55,8 +52,6 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        from django.utils import timezone
-
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"{count} key(s) revoked.")
 

@@ -102,11 +102,18 @@ class ApiKey(TenantOwned):
     @classmethod
     def issue(cls, tenant: Tenant, name: str = "default") -> tuple[ApiKey, str]:
         """Create a key; returns the row and the plain key, shown once."""
-        plain = API_KEY_PREFIX + secrets.token_urlsafe(32)
-        key = cls.objects.create(
-            tenant=tenant, name=name, prefix=plain[: len(API_KEY_PREFIX) + 6], key_hash=hash_api_key(plain)
-        )
+        key = cls(tenant=tenant, name=name)
+        plain = key.new_secret()
+        key.save(force_insert=True)
         return key, plain
+
+    def new_secret(self) -> str:
+        """The one place keys are made: a fresh secret for this key, its visible ``prefix`` and its HMAC set
+        (nothing saved). Returns the plain key, to be shown once; only its HMAC is stored."""
+        plain = API_KEY_PREFIX + secrets.token_urlsafe(32)
+        self.prefix = plain[: len(API_KEY_PREFIX) + 6]
+        self.key_hash = hash_api_key(plain)
+        return plain
 
     @classmethod
     def authenticate(cls, plain: str) -> ApiKey | None:

@@ -12,7 +12,7 @@ pool instead of ending a PostgreSQL backend: a fresh backend per unit cost a
 turn ~25 ms of server CPU (bench/chat_load.py runs with the pool).
 
 ``fetch_row`` and ``execute`` run the few statements of a chat turn written in
-SQL (see ``chat.services``): on every message, the ORM takes about a
+SQL (see ``chat.messages`` and ``chat.prepare``): on every message, the ORM takes about a
 millisecond of CPU to build each query, many times what PostgreSQL takes to
 answer it. ``load_models`` turns such a statement's rows into model instances
 as ``Model.objects.raw()`` does, for a third of its CPU (``raw()`` works out

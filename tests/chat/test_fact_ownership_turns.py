@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from memory.redaction import mask_text
 from tests.conftest import TenantCtx, open_session
 from tests.fake_ollama import Reply
 
@@ -72,7 +73,7 @@ def test_the_customers_own_phone_stays_when_the_agent_then_gives_a_hotline(acme,
     assert _keyed(acme, "phone") == ["用户手机号：13912345678"]
     _talk(acme, fake_ollama, sid, "好的")
     anchor = _anchor(fake_ollama)
-    assert "13912345678" in anchor
+    assert "139****5678" in anchor  # masked (seed §4.2: 「手机号 138****1234」)
     assert "4001005678" not in anchor.replace("-", "")
 
 
@@ -120,7 +121,7 @@ def test_the_customer_can_say_a_stored_fact_is_not_theirs(request, fake_ollama, 
     # the next prompt's anchor no longer carries it
     _talk(ctx, fake_ollama, sid, "好的" if ctx_name == "acme" else "ok")
     assert "900123" not in _anchor(fake_ollama).replace(" ", "")
-    assert "13912345678" not in _anchor(fake_ollama)
+    assert "139****5678" not in _anchor(fake_ollama)
 
 
 @pytest.mark.parametrize(
@@ -170,4 +171,4 @@ def test_a_correction_replaces_the_customers_fact(request, fake_ollama, ctx_name
     [current] = _keyed(ctx, key)
     assert new in current
     _talk(ctx, fake_ollama, sid, "好的" if ctx_name == "acme" else "ok")
-    assert new in _anchor(fake_ollama)
+    assert mask_text(new) in _anchor(fake_ollama)  # the anchor shows it masked (seed §4.2: 「手机号 138****1234」)

@@ -43,7 +43,7 @@ def test_name_and_order_survive_fifty_turns_and_a_topic_switch(acme, fake_ollama
     anchor = system.split("\n", 1)[0]
     assert "张伟" in anchor
     assert "ABC123" in anchor
-    assert "13912345678" in anchor
+    assert "139****5678" in anchor  # masked (seed §4.2: 「手机号 138****1234」)
     # the prompt stayed small: last 5 turns, not 50
     user_turns = [m for m in fake_ollama.chat_requests[-1]["messages"] if m["role"] == "user"]
     assert len(user_turns) <= 6

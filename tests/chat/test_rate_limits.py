@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from chat import services
+from chat import messages as chat_messages
 from conversations.access import resolve_session
 from conversations.models import Message
 from tenants.rls import tenant_scope
@@ -32,7 +32,7 @@ def _session(ctx, end_user):
 
 
 def _store(ctx, session, text, client_msg_id=None):
-    return services.store_user_message(ctx.tenant, session, text, client_msg_id)
+    return chat_messages.store_user_message(ctx.tenant, session, text, client_msg_id)
 
 
 def _in_thread(fn, *args):
@@ -65,7 +65,7 @@ def test_per_session_limit_holds_for_concurrent_connections(acme):
         try:
             _store(acme, session, f"消息 {n}", f"c{n}")
             outcomes.append("stored")
-        except services.RateLimited:
+        except chat_messages.RateLimited:
             outcomes.append("limited")
         finally:
             connection.close()
@@ -91,7 +91,7 @@ def test_per_tenant_limit_counts_every_session_and_connection(acme, globex):
     assert "error" not in _in_thread(_store, acme, alice, "二")
     assert "error" not in _in_thread(_store, acme, bob, "三")
     # when / then: a fourth, from any session of the tenant, is refused
-    with pytest.raises(services.RateLimited, match="for this tenant"):
+    with pytest.raises(chat_messages.RateLimited, match="for this tenant"):
         _store(acme, bob, "四")
     # and another tenant is not affected
     _store(globex, _session(globex, "alice"), "hello")
@@ -103,7 +103,7 @@ def test_only_the_last_minute_counts(acme):
     session = _session(acme, "alice")
     _store(acme, session, "一")
     _store(acme, session, "二")
-    with pytest.raises(services.RateLimited):
+    with pytest.raises(chat_messages.RateLimited):
         _store(acme, session, "三")
     with tenant_scope(acme.tenant):
         Message.objects.for_tenant(acme.tenant).update(created_at=timezone.now() - timedelta(seconds=61))
@@ -119,19 +119,19 @@ def test_a_replay_is_not_counted(acme):
     session = _session(acme, "alice")
     first, _ = _store(acme, session, "你好", "m1")
     # when: the client retries it, while its turn runs and after that turn failed
-    with pytest.raises(services.TurnRunning):
+    with pytest.raises(chat_messages.TurnRunning):
         _store(acme, session, "你好", "m1")
-    services.release_lease(acme.tenant, first.pk)
+    chat_messages.release_lease(acme.tenant, first.pk)
     again, reply = _store(acme, session, "你好", "m1")
     # then neither retry counted against the limit, and the second takes the message's turn over
     assert (again.pk, reply) == (first.pk, None)
-    with pytest.raises(services.RateLimited, match="in this session"):
+    with pytest.raises(chat_messages.RateLimited, match="in this session"):
         _store(acme, session, "再来一条", "m2")
 
 
 def test_a_zero_limit_refuses_every_message(acme):
     _limits(acme, per_session=0)
-    with pytest.raises(services.RateLimited):
+    with pytest.raises(chat_messages.RateLimited):
         _store(acme, _session(acme, "alice"), "你好")
 
 

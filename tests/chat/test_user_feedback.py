@@ -9,7 +9,9 @@ import uuid
 
 import pytest
 
-from chat import services
+from chat.finish import finish_turn
+from chat.messages import store_user_message
+from chat.prepare import SUMMARY_MESSAGES, prepare_turn
 from conversations.access import resolve_session
 from conversations.models import Message
 from memory.models import MemoryEvent, MemoryUnit
@@ -22,9 +24,9 @@ CONTEXT = 32768
 
 
 def _turn(ctx, session, text, reply):
-    message, _ = services.store_user_message(ctx.tenant, session, text, None)
-    prepared = services.prepare_turn(ctx.tenant, session, message, CONTEXT)
-    services.finish_turn(ctx.tenant, session, message, str(uuid.uuid4()), reply, prepared, {})
+    message, _ = store_user_message(ctx.tenant, session, text, None)
+    prepared = prepare_turn(ctx.tenant, session, message, CONTEXT)
+    finish_turn(ctx.tenant, session, message, str(uuid.uuid4()), reply, prepared, {})
     return prepared
 
 
@@ -68,7 +70,7 @@ def test_the_previous_reply_is_found_beyond_the_recent_messages(acme, session, p
         last = Message.objects.for_tenant(acme.tenant).filter(session=session).order_by("-seq").first()
         Message.objects.bulk_create(
             Message(tenant=acme.tenant, session=session, role=Message.Role.TOOL, text="{}", seq=last.seq + i + 1)
-            for i in range(services.SUMMARY_MESSAGES + 5)
+            for i in range(SUMMARY_MESSAGES + 5)
         )
     # when
     _turn(acme, session, "对的", "好的。")

@@ -201,6 +201,7 @@ async def test_done_does_not_wait_for_the_tenants_health_check(acme, opened, fak
     import threading
     import time
 
+    from chat import turn
     from memory import health
 
     started, finished = threading.Event(), threading.Event()
@@ -210,7 +211,7 @@ async def test_done_does_not_wait_for_the_tenants_health_check(acme, opened, fak
         time.sleep(1.0)
         finished.set()
 
-    monkeypatch.setattr(health, "check_after_turn", slow_health_check)
+    monkeypatch.setattr(turn, "check_after_turn", slow_health_check)
     monkeypatch.setattr(health, "_last_check", {})
     fake_ollama.script("您好！")
     communicator = await _connect(_url(opened["session_id"], opened["token"]))

@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Message
-from memory import health, services
+from memory import health, store
 from memory.models import MemoryUnit
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -20,7 +20,7 @@ from tests.memory.conftest import open_session_obj
 def _write(ctx, session, n, *, expired=False):
     past = timezone.now() - timedelta(days=2)
     for i in range(n):
-        services.do_write_memory(
+        store.do_write_memory(
             ctx.tenant, session, type="fact_reference", content=f"fact {i} {'old' if expired else 'new'}",
             expires_in=60 if expired else 86400, now=past if expired else None, embedding=[0.0] * 383 + [1.0],
         )  # fmt: skip
@@ -103,6 +103,7 @@ def test_cleanup_fires_once_below_85_percent(acme):
 def test_metrics_expose_every_memdesk_metric(client, acme):
     session = open_session_obj(acme, "alice")
     _write(acme, session, 2)
+    health.refresh_all()  # the worker's periodic job stores the figures the scrape serves
     text = client.get("/metrics").content.decode()
     for name in (
         "memdesk_memory_freshness_ratio", "memdesk_memory_hit_rate", "memdesk_amnesia_alerts_total",
@@ -110,6 +111,7 @@ def test_metrics_expose_every_memdesk_metric(client, acme):
         "memdesk_ollama_latency_seconds", "memdesk_ollama_errors_total", "memdesk_tool_calls_total",
         "memdesk_websocket_connections", "memdesk_batch_items_total", "memdesk_memory_cleanup_total",
         "memdesk_turn_overhead_seconds", "memdesk_turn_stage_seconds",
+        "memdesk_memory_health_computed_timestamp_seconds",
     ):  # fmt: skip
         assert f"# TYPE {name.removesuffix('_total')}" in text, name
     assert 'memdesk_memory_freshness_ratio{tenant="acme"} 1.0' in text

@@ -12,9 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = """
 import django, os
 django.setup()
+from chat import metrics as chat_metrics
 from memory import metrics
 metrics.AMNESIA_ALERTS.labels(tenant="acme").inc({n})
-metrics.WEBSOCKETS.inc({n})
+chat_metrics.WEBSOCKETS.inc({n})
 metrics.FRESHNESS.labels(tenant="acme").set({fresh})
 """
 

@@ -14,7 +14,7 @@ from memory.numerals import parse_number
 from memory.rules import LIFETIMES, Fact, disowned_keys, extract_facts
 
 NOW = datetime(2026, 11, 10, 9, 0, tzinfo=UTC)  # a Tuesday
-# chat.services.ANCHOR_KEYS, written out: importing the chat runtime would need Django.
+# chat.prepare.ANCHOR_KEYS, written out: importing the chat runtime would need Django.
 ANCHOR_KEYS = {"name", "phone", "email", "order_id", "address", "current_topic"}
 PROFILE_KEYS = {"name", "phone", "email", "address", "birthday"}
 

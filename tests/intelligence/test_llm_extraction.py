@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from chat.llm import structured_answer
 from config.env import envbool
 from conversations.models import Message
-from memory import services
+from memory import store
 from memory.extraction import extract_and_store
 from memory.llm_extraction import ALLOWED_KEYS, KEY_TYPES, ModelAnswer, answer_schema
 from memory.models import MemoryEvent, MemoryType, MemoryUnit
@@ -260,7 +260,7 @@ def test_agent_messages_are_not_sent(enabled, session, fake_ollama):
 
 def test_model_never_replaces_a_live_memory(enabled, session, fake_ollama, caplog):
     # given alice's name already stored by the rules
-    services.do_write_memory(
+    store.do_write_memory(
         enabled.tenant, session, type="user_profile", key="name", content="用户姓名：张伟", data={"name": "张伟"}
     )
     fake_ollama.script(

@@ -194,3 +194,26 @@ def test_the_similarity_graph_equals_sumys_own() -> None:
         # then: the same edges and weights
         assert ours.shape == theirs.shape
         assert abs(ours - theirs).max() < 1e-12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fact_said_nine_exchanges_back_is_in_the_summary_and_not_in_the_raw_turns(acme, fake_ollama):
+    """Seed S6: 「对最近 10 轮对话做摘要」 — ten exchanges, not ten messages: the raw channel already carries the
+    last five exchanges, so the summary must reach further back than they do."""
+    from tests.conftest import open_session
+
+    # given an exchange that states a fact, then eight more exchanges about other things
+    sid = open_session(acme, "summary-user")["session_id"]
+    said = ["我想把收货地址改到杭州市西湖区文三路 88 号的公司前台"]
+    said += [f"第{n}个问题：这款耳机支持无线充电吗？" for n in range(2, 10)]
+    for text in said:
+        acme.client.post(f"/api/v1/sessions/{sid}/messages", {"text": text}, format="json")
+    # when the tenth message arrives (the fact is nine exchanges back)
+    acme.client.post(f"/api/v1/sessions/{sid}/messages", {"text": "好的，还有别的吗"}, format="json")
+    # then the model's prompt has the fact in its summary channel and not among its raw turns
+    request = fake_ollama.chat_requests[-1]
+    system = request["messages"][0]["content"]
+    summary = next(line for line in system.split("\n") if line.startswith(SUMMARY_PREFIX))
+    assert "文三路" in summary
+    raw = [m["content"] for m in request["messages"][1:]]
+    assert not any("文三路" in text for text in raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from memory import services
+from memory import store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
 from tests.memory.conftest import open_session_obj
@@ -15,8 +15,8 @@ from tests.memory.conftest import open_session_obj
 def memories(acme, globex):
     a = open_session_obj(acme, "alice")
     g = open_session_obj(globex, "gina")
-    ma = services.do_write_memory(acme.tenant, a, type="user_profile", key="name", content="用户姓名 张伟").memory
-    mg = services.do_write_memory(globex.tenant, g, type="user_profile", key="name", content="Name: Gina Globex").memory
+    ma = store.do_write_memory(acme.tenant, a, type="user_profile", key="name", content="用户姓名 张伟").memory
+    mg = store.do_write_memory(globex.tenant, g, type="user_profile", key="name", content="Name: Gina Globex").memory
     return ma, mg
 
 

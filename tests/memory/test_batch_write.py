@@ -10,10 +10,10 @@ from django.db import connection
 
 from config.errors import ApiError
 from conversations.models import Message
-from memory import embeddings, services
+from memory import audit, embeddings, fetch, indexing, store
 from memory.extraction import extract_and_store
 from memory.models import MemoryEvent, MemoryUnit
-from memory.services import MemoryItem
+from memory.store import MemoryItem
 from tenants.rls import tenant_scope
 from tests.memory.conftest import open_session_obj, race
 
@@ -59,7 +59,7 @@ def test_batch_creates_every_memory_with_its_event_vector_and_search_vector(acme
     ]
 
     # when
-    results = services.write_memories(acme.tenant, acme_session, items, actor=services.END_USER)
+    results = store.write_memories(acme.tenant, acme_session, items, actor=audit.END_USER)
 
     # then one embedding call for all three, three rows, one create event each
     assert embed_calls == [[item.content for item in items]]
@@ -88,7 +88,7 @@ def test_a_written_row_holds_every_field_and_the_search_vector_of_its_text_and_c
         source = Message.objects.for_tenant(acme.tenant).create(
             tenant=acme.tenant, session=acme_session, role="user", text="订单号 JD2024123456", seq=1
         )
-    written = services.do_write_memory(
+    written = store.do_write_memory(
         acme.tenant, acme_session, type="fact_reference", key="order_id", content="订单号：JD2024123456",
         data={"order_id": "JD2024123456", "note": "加急"}, expires_in=3600, source_message=source,
         source_role="user", context=context,
@@ -101,22 +101,20 @@ def test_a_written_row_holds_every_field_and_the_search_vector_of_its_text_and_c
         for field in fields:
             assert getattr(stored, field.attname) == getattr(written, field.attname), field.name
         assert list(stored.embedding) == pytest.approx(list(written.embedding), abs=1e-6)
-        # and its search_vector is exactly what ``_search_vector`` computes for its text and context
-        expected = services._search_vector(stored.search_text, stored.search_context)
+        # and its search_vector is exactly what ``indexing.search_vector`` computes for its text and context
+        expected = indexing.search_vector(stored.search_text, stored.search_context)
         row = MemoryUnit.objects.for_tenant(acme.tenant).filter(pk=written.pk).annotate(expected=expected)
         [(vector, wanted)] = row.values_list("search_vector", "expected")
     assert vector == wanted
     assert "jd2024123456" in vector.lower()
     assert ("paint" in vector) == bool(context)
-    assert stored.search_context == services.context_text(context)
+    assert stored.search_context == indexing.context_text(context)
     assert bool(stored.search_context) == bool(context)
 
 
 def test_single_write_stores_its_search_vector_in_the_insert(acme, acme_session):
     # when
-    written = services.do_write_memory(
-        acme.tenant, acme_session, type="fact_reference", content="快递单号：SF1234567890"
-    )
+    written = store.do_write_memory(acme.tenant, acme_session, type="fact_reference", content="快递单号：SF1234567890")
 
     # then
     assert _full_text_ids(acme.tenant, "快递") == {written.memory.pk}
@@ -124,12 +122,10 @@ def test_single_write_stores_its_search_vector_in_the_insert(acme, acme_session)
 
 def test_keyed_item_in_a_batch_replaces_the_live_memory_and_chains_in_batch_repeats(acme, acme_session):
     # given a live phone number
-    old = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000"
-    )
+    old = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000")
 
     # when a batch changes it twice and repeats the last value
-    results = services.write_memories(
+    results = store.write_memories(
         acme.tenant,
         acme_session,
         [
@@ -157,22 +153,18 @@ def test_keyed_item_in_a_batch_replaces_the_live_memory_and_chains_in_batch_repe
     assert _events(acme.tenant, old.memory.pk) == ["create", "replace"]
     assert _events(acme.tenant, first.memory.pk) == ["create", "replace"]
     assert _events(acme.tenant, second.memory.pk) == ["create", "confirm"]
-    visible = services.list_memories(acme.tenant, acme_session, type="user_profile")
+    visible = fetch.list_memories(acme.tenant, acme_session, type="user_profile")
     assert {m.content for m in visible} == {"用户姓名 张伟", "手机 13700000000"}
 
 
 def test_repeated_fact_costs_no_embedding_and_still_counts_a_confirmation(acme, acme_session, embed_calls):
     # given
-    first = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
-    )
+    first = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟")
     embed_calls.clear()
 
     # when the same fact comes again, alone and in a batch
-    again = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
-    )
-    batch = services.write_memories(
+    again = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟")
+    batch = store.write_memories(
         acme.tenant, acme_session, [MemoryItem(type="user_profile", key="name", content="用户姓名 张伟")]
     )
 
@@ -194,7 +186,7 @@ def test_a_refresh_audits_the_expiry_before_and_after_as_snapshot_writes_them(ac
 
     from django.utils import timezone
 
-    first = services.do_write_memory(
+    first = store.do_write_memory(
         acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟", data={"name": "张伟"}
     )
     expiry = (timezone.now() + timedelta(hours=1)).replace(microsecond=microsecond)
@@ -202,10 +194,10 @@ def test_a_refresh_audits_the_expiry_before_and_after_as_snapshot_writes_them(ac
         MemoryUnit.objects.for_tenant(acme.tenant).filter(pk=first.memory.pk).update(
             expires_at=expiry, relevance_score=1.23456
         )
-        before = services.snapshot(MemoryUnit.objects.for_tenant(acme.tenant).get(pk=first.memory.pk))
+        before = audit.snapshot(MemoryUnit.objects.for_tenant(acme.tenant).get(pk=first.memory.pk))
 
     # when the same fact comes again
-    again = services.do_write_memory(
+    again = store.do_write_memory(
         acme.tenant,
         acme_session,
         type="user_profile",
@@ -222,10 +214,10 @@ def test_a_refresh_audits_the_expiry_before_and_after_as_snapshot_writes_them(ac
         event = MemoryEvent.objects.for_tenant(acme.tenant).get(memory_id=row.pk, kind="confirm")
     assert before["expires_at"] == expiry.isoformat()
     assert event.before == before
-    assert event.after == services.snapshot(row)
+    assert event.after == audit.snapshot(row)
     assert event.after["expires_at"] != event.before["expires_at"]
     assert (event.actor, event.note, event.end_user_id) == ("system", "repeated fact", row.end_user_id)
-    assert services.snapshot(again.memory) == event.after
+    assert audit.snapshot(again.memory) == event.after
 
 
 @pytest.mark.parametrize(
@@ -237,14 +229,12 @@ def test_a_refresh_audits_the_expiry_before_and_after_as_snapshot_writes_them(ac
 )
 def test_a_bad_item_fails_the_whole_batch_and_leaves_stored_data_intact(acme, acme_session, embed_calls, bad, code):
     # given a live memory and its history
-    old = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000"
-    )
+    old = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000")
     embed_calls.clear()
 
     # when the second item of a batch is bad
     with pytest.raises(ApiError) as raised:
-        services.write_memories(
+        store.write_memories(
             acme.tenant,
             acme_session,
             [
@@ -265,7 +255,7 @@ def test_a_bad_item_fails_the_whole_batch_and_leaves_stored_data_intact(acme, ac
 
 
 def test_an_empty_batch_writes_nothing(acme, acme_session):
-    assert services.write_memories(acme.tenant, acme_session, []) == []
+    assert store.write_memories(acme.tenant, acme_session, []) == []
     assert _rows(acme.tenant) == []
 
 
@@ -303,11 +293,11 @@ def test_concurrent_batches_and_single_writes_leave_one_live_memory_per_key(acme
 
     def batch(n: int, keys: list[str]) -> None:
         items = [MemoryItem(type="user_profile", key=key, content=f"{key} value {n}") for key in keys]
-        services.write_memories(acme.tenant, session, items)
+        store.write_memories(acme.tenant, session, items)
 
     def single(n: int, keys: list[str]) -> None:
         for key in keys:
-            services.do_write_memory(acme.tenant, session, type="user_profile", key=key, content=f"{key} value {n}")
+            store.do_write_memory(acme.tenant, session, type="user_profile", key=key, content=f"{key} value {n}")
 
     plans = [(0, batch, ["phone", "name", "email"]), (1, batch, ["email", "name", "phone"]),
              (2, single, ["name", "phone"]), (3, single, ["phone", "email"])]  # fmt: skip

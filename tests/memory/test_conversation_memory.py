@@ -1,6 +1,6 @@
 """Conversation memory through the chat path: what customers and agents say is recallable later.
 
-Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.services.run_turn``) with the fake
+Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.turn.run_turn``) with the fake
 model answering the agent's scripted reply; every question goes through ``POST /api/v1/memories/recall`` from
 a new session of the same end user — what a customer who comes back gets.
 """
@@ -197,7 +197,7 @@ def test_a_turn_killed_after_its_reply_loses_no_memory_once_the_worker_sweeps(ac
             from django.conf import settings
             settings.OLLAMA_HOST = {fake_ollama.host!r}
             from conversations.models import ChatSession
-            from chat.services import run_turn
+            from chat.turn import run_turn
             from tenants.models import Tenant
             from tenants.rls import tenant_scope
             tenant = Tenant.objects.get(slug="acme")

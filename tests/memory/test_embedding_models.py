@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from memory import embeddings, services
+from memory import embeddings, store
 from memory.models import MemoryUnit
 from memory.recall import recall
 from tenants.rls import tenant_scope
@@ -27,7 +27,7 @@ def _use(ctx, model):
 def test_memories_are_embedded_with_the_tenants_model(acme):
     _use(acme, E5)
     session = open_session_obj(acme, "zh")
-    memory = services.do_write_memory(acme.tenant, session, type="user_profile", key="name", content=FACTS[0]).memory
+    memory = store.do_write_memory(acme.tenant, session, type="user_profile", key="name", content=FACTS[0]).memory
     assert memory.embedding_model == E5
 
 
@@ -36,7 +36,7 @@ def test_chinese_paraphrase_is_found_by_e5(acme):
     _use(acme, E5)
     session = open_session_obj(acme, "zh")
     for content in FACTS:
-        services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
+        store.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
     # then
     assert _top(acme, session, "东西寄到哪？") == FACTS[1]
 
@@ -45,7 +45,7 @@ def test_switching_model_never_compares_vectors_across_models_and_reembed_restor
     _use(acme, embeddings.DEFAULT_MODEL)  # start on MiniLM
     session = open_session_obj(acme, "zh")
     for content in FACTS:
-        services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
+        store.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
     # when the tenant switches to e5, the old MiniLM rows are never compared with an
     # e5 query: a question sharing no word with them finds nothing (only the lexical leg sees them)
     _use(acme, E5)
@@ -67,7 +67,7 @@ def test_unknown_model_in_tenant_settings_is_a_clear_error(acme):
     _use(acme, "no-such-model")
     session = open_session_obj(acme, "zh")
     with pytest.raises(ValueError, match="unknown embedding model 'no-such-model'"):
-        services.do_write_memory(acme.tenant, session, type="fact_reference", content="x")
+        store.do_write_memory(acme.tenant, session, type="fact_reference", content="x")
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_chinese_paraphrase_is_found_by_multilingual_use(acme, query, expected):
     _use(acme, embeddings.USE_MODEL)
     session = open_session_obj(acme, "zh")
     for content in FACTS:
-        services.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
+        store.do_write_memory(acme.tenant, session, type="fact_reference", content=content)
     # then every row is on USE and a paraphrase sharing no word with the fact finds it first
     with tenant_scope(acme.tenant):
         assert set(MemoryUnit.objects.for_tenant(acme.tenant).values_list("embedding_model", flat=True)) == {

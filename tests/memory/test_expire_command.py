@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from memory import services
+from memory import store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import operator_scope
 from tests.memory.conftest import open_session_obj
@@ -19,11 +19,9 @@ def test_removes_only_expired_and_keeps_history(acme, globex, capsys):
     a = open_session_obj(acme, "alice")
     g = open_session_obj(globex, "gina")
     past = timezone.now() - timedelta(days=3)
-    services.do_write_memory(acme.tenant, a, type="fact_reference", content="old acme fact", expires_in=60, now=past)
-    services.do_write_memory(acme.tenant, a, type="fact_reference", content="live acme fact")
-    services.do_write_memory(
-        globex.tenant, g, type="fact_reference", content="old globex fact", expires_in=60, now=past
-    )
+    store.do_write_memory(acme.tenant, a, type="fact_reference", content="old acme fact", expires_in=60, now=past)
+    store.do_write_memory(acme.tenant, a, type="fact_reference", content="live acme fact")
+    store.do_write_memory(globex.tenant, g, type="fact_reference", content="old globex fact", expires_in=60, now=past)
 
     call_command("expire_memories", "--tenant", "acme")
 
@@ -38,7 +36,7 @@ def test_removes_only_expired_and_keeps_history(acme, globex, capsys):
 
 def test_older_than_keeps_recently_expired(acme, capsys):
     a = open_session_obj(acme, "alice")
-    services.do_write_memory(
+    store.do_write_memory(
         acme.tenant, a, type="fact_reference", content="expired an hour ago", expires_in=60,
         now=timezone.now() - timedelta(hours=1),
     )  # fmt: skip

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from config.errors import ApiError
-from memory import services
+from memory import feedback as memory_feedback
+from memory import store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
 from tests.memory.conftest import open_session_obj, race
@@ -13,37 +14,37 @@ from tests.memory.conftest import open_session_obj, race
 
 @pytest.fixture
 def phone(acme, acme_session):
-    return services.do_write_memory(
+    return store.do_write_memory(
         acme.tenant, acme_session, type="user_profile", key="phone", content="用户手机号 13912345678"
     ).memory
 
 
 def test_used_raises_by_a_tenth_up_to_two(acme, phone):
-    scores = [services.do_feedback(acme.tenant, phone, "used").relevance_score for _ in range(12)]
+    scores = [memory_feedback.do_feedback(acme.tenant, phone, "used").relevance_score for _ in range(12)]
     assert scores[0] == pytest.approx(1.1)
     assert scores[9] == pytest.approx(2.0)
     assert scores[-1] == pytest.approx(2.0)
 
 
 def test_misled_and_ignored_lower_by_three_tenths_down_to_a_tenth(acme, phone):
-    assert services.do_feedback(acme.tenant, phone, "misled").relevance_score == pytest.approx(0.7)
-    assert services.do_feedback(acme.tenant, phone, "ignored").relevance_score == pytest.approx(0.4)
-    assert services.do_feedback(acme.tenant, phone, "ignored").relevance_score == pytest.approx(0.1)
-    assert services.do_feedback(acme.tenant, phone, "misled").relevance_score == pytest.approx(0.1)
+    assert memory_feedback.do_feedback(acme.tenant, phone, "misled").relevance_score == pytest.approx(0.7)
+    assert memory_feedback.do_feedback(acme.tenant, phone, "ignored").relevance_score == pytest.approx(0.4)
+    assert memory_feedback.do_feedback(acme.tenant, phone, "ignored").relevance_score == pytest.approx(0.1)
+    assert memory_feedback.do_feedback(acme.tenant, phone, "misled").relevance_score == pytest.approx(0.1)
 
 
 def test_confirmed_never_lowers(acme, phone):
     # the seed's §5.1 bug: confirmations counted as disputes until the phone number was forgotten
     for _ in range(20):
-        score = services.do_feedback(acme.tenant, phone, "confirmed").relevance_score
+        score = memory_feedback.do_feedback(acme.tenant, phone, "confirmed").relevance_score
     assert score == pytest.approx(1.0)
-    low = services.do_feedback(acme.tenant, phone, "misled")
-    assert services.do_feedback(acme.tenant, low, "confirmed").relevance_score == pytest.approx(0.7)
+    low = memory_feedback.do_feedback(acme.tenant, phone, "misled")
+    assert memory_feedback.do_feedback(acme.tenant, low, "confirmed").relevance_score == pytest.approx(0.7)
 
 
 def test_each_feedback_writes_an_event(acme, phone):
-    services.do_feedback(acme.tenant, phone, "used")
-    services.do_feedback(acme.tenant, phone, "confirmed")
+    memory_feedback.do_feedback(acme.tenant, phone, "used")
+    memory_feedback.do_feedback(acme.tenant, phone, "confirmed")
     with tenant_scope(acme.tenant):
         events = list(MemoryEvent.objects.for_tenant(acme.tenant).filter(memory_id=phone.pk).order_by("id"))
     assert [e.kind for e in events] == ["create", "use", "confirm"]
@@ -52,16 +53,16 @@ def test_each_feedback_writes_an_event(acme, phone):
 
 
 def _write(tenant, session, key, content):
-    return services.do_write_memory(tenant, session, type="user_profile", key=key, content=content).memory
+    return store.do_write_memory(tenant, session, type="user_profile", key=key, content=content).memory
 
 
 def test_one_batch_scores_counts_and_audits_every_memory(acme, acme_session, phone):
     # given two memories of alice, one already lowered
     name = _write(acme.tenant, acme_session, "name", "用户姓名 张伟")
-    services.do_feedback(acme.tenant, name, "misled")
+    memory_feedback.do_feedback(acme.tenant, name, "misled")
 
     # when one batch marks both used
-    scores = services.apply_feedback(acme.tenant, [phone.pk, name.pk], "used", note="value appears in reply r1")
+    scores = memory_feedback.apply_feedback(acme.tenant, [phone.pk, name.pk], "used", note="value appears in reply r1")
 
     # then each got +0.1 from its own score, its counter and one event with before/after
     assert scores == {phone.pk: pytest.approx(1.1), name.pk: pytest.approx(0.8)}
@@ -82,7 +83,7 @@ def test_one_batch_scores_counts_and_audits_every_memory(acme, acme_session, pho
 def test_a_batch_skips_another_tenants_memory_and_leaves_it_untouched(acme, globex, acme_session, phone):
     theirs = _write(globex.tenant, open_session_obj(globex, "alice"), "phone", "用户手机号 13800000000")
 
-    scores = services.apply_feedback(acme.tenant, [phone.pk, theirs.pk], "misled")
+    scores = memory_feedback.apply_feedback(acme.tenant, [phone.pk, theirs.pk], "misled")
 
     assert list(scores) == [phone.pk]
     with tenant_scope(globex.tenant):
@@ -97,7 +98,7 @@ def test_a_batch_skips_another_tenants_memory_and_leaves_it_untouched(acme, glob
 
 def test_an_unknown_event_is_refused_before_anything_changes(acme, phone):
     with pytest.raises(ApiError) as raised:
-        services.apply_feedback(acme.tenant, [phone.pk], "loved")
+        memory_feedback.apply_feedback(acme.tenant, [phone.pk], "loved")
     assert raised.value.code == "unknown_event"
     with tenant_scope(acme.tenant):
         assert MemoryUnit.objects.for_tenant(acme.tenant).get(pk=phone.pk).relevance_score == 1.0
@@ -108,7 +109,7 @@ def test_an_unknown_event_is_refused_before_anything_changes(acme, phone):
 def test_concurrent_batches_on_one_memory_all_count(acme):
     # given one memory and eight turns marking it used at the same moment
     memory = _write(acme.tenant, open_session_obj(acme, "alice"), "phone", "用户手机号 13912345678")
-    errors = race(*[lambda: services.apply_feedback(acme.tenant, [memory.pk], "used")] * 8)
+    errors = race(*[lambda: memory_feedback.apply_feedback(acme.tenant, [memory.pk], "used")] * 8)
 
     # then no increment is lost, and the events chain 1.0 → 1.8 without a repeated "before"
     assert errors == []

@@ -6,14 +6,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from config.db.sql import load_models
-from memory import services
+from memory import store
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope
 
 
 def test_it_loads_what_the_orm_loads_whatever_the_column_order(acme, acme_session):
     # given a memory with structured data
-    written = services.do_write_memory(
+    written = store.do_write_memory(
         acme.tenant, acme_session, type="user_profile", key="phone", content="用户手机号 13912345678",
         data={"phone": "13912345678"},
     ).memory  # fmt: skip

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conversations.models import Message
-from memory import embeddings, services
+from memory import embeddings, store
 from memory.extraction import extract_and_store
 from memory.models import MemoryUnit
 from memory.recall import recall
@@ -11,7 +11,7 @@ from tenants.rls import tenant_scope
 
 
 def _write(ctx, session, content, context=""):
-    return services.do_write_memory(ctx.tenant, session, type="fact_reference", content=content, context=context).memory
+    return store.do_write_memory(ctx.tenant, session, type="fact_reference", content=content, context=context).memory
 
 
 def test_answer_is_found_by_a_word_only_its_question_had(acme, acme_session):
@@ -22,7 +22,7 @@ def test_answer_is_found_by_a_word_only_its_question_had(acme, acme_session):
         context="Agent: Which colour is your KX-900 kettle?\nCustomer: the blue one, bought in March",
     )  # fmt: skip
     # and a distractor the vector leg ranks first (its vector is the query's own embedding)
-    services.do_write_memory(
+    store.do_write_memory(
         acme.tenant, acme_session, type="fact_reference", content="Customer: the model number on the box is unreadable",
         embedding=embeddings.embed_one("KX-900", kind="query"),
     )  # fmt: skip

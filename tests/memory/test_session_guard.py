@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.access import SessionIdRequired, SessionNotFound
-from memory.services import visible_memories
+from memory.fetch import visible_memories
 from tests.memory.conftest import open_session_obj
 
 

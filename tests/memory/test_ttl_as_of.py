@@ -6,12 +6,12 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from memory import services
+from memory import fetch, lifecycle, store
 from memory.recall import recall
 
 
 def _write(acme, session, now, expires_in=60, content="Customer's order number is ABC123"):
-    return services.do_write_memory(
+    return store.do_write_memory(
         acme.tenant, session, type="fact_reference", key="order_id", content=content, expires_in=expires_in, now=now
     ).memory
 
@@ -33,15 +33,15 @@ def test_recall_boundaries(acme, acme_session):
 def test_list_honours_as_of_and_include_expired(acme, acme_session):
     t0 = timezone.now() - timedelta(hours=1)
     _write(acme, acme_session, t0, expires_in=60)
-    assert services.list_memories(acme.tenant, acme_session) == []
-    assert len(services.list_memories(acme.tenant, acme_session, include_expired=True)) == 1
-    assert len(services.list_memories(acme.tenant, acme_session, as_of=t0 + timedelta(seconds=30))) == 1
+    assert fetch.list_memories(acme.tenant, acme_session) == []
+    assert len(fetch.list_memories(acme.tenant, acme_session, include_expired=True)) == 1
+    assert len(fetch.list_memories(acme.tenant, acme_session, as_of=t0 + timedelta(seconds=30))) == 1
 
 
 def test_expired_memory_is_not_recalled_by_the_rule_stage(acme, acme_session):
     memory = _write(acme, acme_session, timezone.now(), content="订单号 ABC123")
     assert memory.pk in [h.memory.pk for h in recall(acme.tenant, acme_session, "查我的订单").hits]
-    services.do_expire_memory(acme.tenant, memory)
+    lifecycle.do_expire_memory(acme.tenant, memory)
     assert recall(acme.tenant, acme_session, "查我的订单").hits == []
 
 

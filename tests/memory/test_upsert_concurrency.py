@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import services
+from memory import fetch, store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
 from tests.memory.conftest import open_session_obj, race
@@ -16,7 +16,7 @@ def test_concurrent_writes_of_one_key_leave_one_live_memory(acme):
     session = open_session_obj(acme, "alice")
 
     def write(n: int) -> None:
-        services.do_write_memory(
+        store.do_write_memory(
             acme.tenant, session, type="user_profile", key="phone", content=f"用户手机号 1391234567{n}"
         )
 
@@ -35,12 +35,8 @@ def test_concurrent_writes_of_one_key_leave_one_live_memory(acme):
 
 
 def test_repeating_a_fact_refreshes_instead_of_duplicating(acme_session, acme):
-    first = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
-    )
-    again = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟"
-    )
+    first = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟")
+    again = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="name", content="用户姓名 张伟")
     assert again.outcome == "refreshed"
     assert again.memory.pk == first.memory.pk
     assert again.memory.relevance_score == 1.0
@@ -56,17 +52,15 @@ def test_replacement_keeps_the_old_fact_in_history_and_as_of(acme_session, acme)
     from memory.models import MemoryEvent
 
     t0 = timezone.now() - timedelta(hours=2)
-    old = services.do_write_memory(
+    old = store.do_write_memory(
         acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13800000000", now=t0
     )
-    new = services.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13900000000"
-    )
+    new = store.do_write_memory(acme.tenant, acme_session, type="user_profile", key="phone", content="手机 13900000000")
     assert new.outcome == "replaced"
     assert new.replaced.pk == old.memory.pk
-    as_of_before = services.list_memories(acme.tenant, acme_session, as_of=t0 + timedelta(minutes=1))
+    as_of_before = fetch.list_memories(acme.tenant, acme_session, as_of=t0 + timedelta(minutes=1))
     assert [m.content for m in as_of_before] == ["手机 13800000000"]
-    assert [m.content for m in services.list_memories(acme.tenant, acme_session)] == ["手机 13900000000"]
+    assert [m.content for m in fetch.list_memories(acme.tenant, acme_session)] == ["手机 13900000000"]
     with tenant_scope(acme.tenant):
         kinds = list(
             MemoryEvent.objects.for_tenant(acme.tenant).filter(memory_id=old.memory.pk).values_list("kind", flat=True)
@@ -78,10 +72,10 @@ def test_replacement_keeps_the_old_fact_in_history_and_as_of(acme_session, acme)
 def test_refreshes_racing_a_replacement_leave_one_live_memory_and_count_every_write(acme):
     # given alice's phone, said again by four turns while two others change it, all at once
     session = open_session_obj(acme, "alice")
-    services.do_write_memory(acme.tenant, session, type="user_profile", key="phone", content="用户手机号 13912345678")
+    store.do_write_memory(acme.tenant, session, type="user_profile", key="phone", content="用户手机号 13912345678")
 
     def say(content: str) -> None:
-        services.do_write_memory(acme.tenant, session, type="user_profile", key="phone", content=content)
+        store.do_write_memory(acme.tenant, session, type="user_profile", key="phone", content=content)
 
     # when
     errors = race(*[lambda: say("用户手机号 13912345678")] * 4, *[lambda: say("用户手机号 13800000000")] * 2)

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from memory import services
+from memory import store
 from tests.conftest import open_session
 from tests.memory.conftest import open_session_obj
 
@@ -21,7 +21,7 @@ def test_outsider_gets_404_on_every_session_endpoint(acme, globex, fake_ollama):
     sid = opened["session_id"]
     acme.client.post(f"/api/v1/sessions/{sid}/messages", {"text": "我叫张伟"}, format="json")
     session = open_session_obj(acme, "alice")
-    memory = services.do_write_memory(acme.tenant, session, type="user_profile", key="nick", content="昵称 小张").memory
+    memory = store.do_write_memory(acme.tenant, session, type="user_profile", key="nick", content="昵称 小张").memory
     outsider = globex.client
     outsider.credentials(HTTP_AUTHORIZATION=f"Bearer {globex.api_key}", HTTP_X_SESSION_ID=sid)
     calls = [
@@ -59,8 +59,8 @@ def test_outsider_gets_404_on_every_session_endpoint(acme, globex, fake_ollama):
 def test_staff_live_sessions_page_shows_only_own_tenants(staff, acme, globex):
     a = open_session_obj(acme, "alice-of-acme")
     g = open_session_obj(globex, "gina-of-globex")
-    services.do_write_memory(acme.tenant, a, type="user_profile", key="name", content="用户姓名 张伟")
-    services.do_write_memory(globex.tenant, g, type="user_profile", key="name", content="Name: Gina")
+    store.do_write_memory(acme.tenant, a, type="user_profile", key="name", content="用户姓名 张伟")
+    store.do_write_memory(globex.tenant, g, type="user_profile", key="name", content="Name: Gina")
     client = Client()
     client.force_login(staff["owner_a"])
     html = client.get("/staff/sessions/").content.decode()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memory.metrics import TOOL_CALLS
+from chat.metrics import TOOL_CALLS
 from tests.conftest import open_session
 from tests.fake_ollama import Reply
 from tests.tools.backend import Answer

@@ -1,6 +1,8 @@
-"""``manage.py run_worker``: the background worker (batch operations).
+"""``manage.py run_worker``: the background worker (batch operations, memory health).
 
-It is procrastinate's worker on the ``batches`` queue, plus the recovery
+It is procrastinate's worker on the ``batches`` queue and memory's ``memory``
+queue (the periodic memory-health job, ``memory.tasks``: its periodic deferrer
+queues it every minute), plus the recovery
 procrastinate leaves to its users: a job whose worker died (killed, OOM,
 machine lost) stays ``doing`` forever. Every worker sends a heartbeat; this
 command puts back in the queue the jobs of workers silent for longer than
@@ -25,6 +27,7 @@ from django.core.management.base import BaseCommand
 
 from chat.batches import BATCH_QUEUE, RUN_BATCH
 from memory.management.commands.index_messages import index_all_pending
+from memory.tasks import HEALTH_QUEUE
 
 logger = logging.getLogger("chat.worker")
 
@@ -100,13 +103,13 @@ class Command(BaseCommand):
             recovered = await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
             indexed = await index_unwritten_memory()
             self.stdout.write(
-                f"run_worker: queue {BATCH_QUEUE}, {recovered} stalled job(s) recovered, "
+                f"run_worker: queues {BATCH_QUEUE}, {HEALTH_QUEUE}, {recovered} stalled job(s) recovered, "
                 f"{indexed} message(s) indexed into memory",
                 ending="\n",
             )
             self.stdout.flush()
             worker = app.run_worker_async(
-                queues=[BATCH_QUEUE],
+                queues=[BATCH_QUEUE, HEALTH_QUEUE],
                 wait=not options["once"],
                 concurrency=options["concurrency"],
                 update_heartbeat_interval=options["heartbeat"],

@@ -5,21 +5,25 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.services import do_cleanup_expired
+from memory.lifecycle import do_cleanup_expired, history_retention
 from tenants.models import Tenant
 
 
 class Command(BaseCommand):
     help = (
-        "Delete memories that have expired (their audit events keep the content). "
-        "Safe to run while memdesk serves. Prints counts per tenant."
+        "Delete memories that expired while current, and superseded versions past the tenant's "
+        "history_retention_days (default 90; as_of answers from the versions kept). Their audit events keep "
+        "the content. Safe to run while memdesk serves. Prints counts per tenant."
     )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--tenant", help="slug of one tenant (default: every tenant)")
         parser.add_argument(
             "--older-than", type=float, default=0.0, metavar="DAYS",
-            help="only memories that expired more than DAYS days ago (default 0: every expired one)",
+            help=(
+                "only memories that expired more than DAYS days ago (default 0: every expired one); superseded "
+                "versions are kept for the longer of DAYS and the tenant's history retention"
+            ),
         )  # fmt: skip
 
     def handle(self, *args: Any, tenant: str | None, older_than: float, **options: Any) -> None:
@@ -33,6 +37,9 @@ class Command(BaseCommand):
         total = 0
         for t in tenants:
             removed = do_cleanup_expired(t, older_than=timedelta(days=older_than))
-            total += removed
-            self.stdout.write(f"{t.slug}: {removed} expired memories removed")
+            total += removed.total
+            self.stdout.write(
+                f"{t.slug}: {removed.expired} expired memories removed, {removed.superseded} superseded "
+                f"versions past their retention ({history_retention(t).days} days) removed"
+            )
         self.stdout.write(f"total: {total}")

@@ -1,0 +1,87 @@
+"""Topic-switch detection: precision and recall of the phrase rules alone and of rules + embedding (S10).
+
+Data: ``bench/data/topic_switch_labels.json`` — pairs of a current topic (its user messages, oldest first) and a
+new user message, labelled ``switch`` or not, in Chinese and English; the positive class is "switch". The
+detector sees what the runtime keeps for a topic (``memory.topic_freeze``): the vectors of the topic's first and
+latest message.
+
+Run from the repository root: ``.venv/bin/python bench/topic_switch.py`` (no database; loads the embedding
+models once). ``--errors`` lists the pairs it gets wrong with their similarity; ``--sweep`` prints precision and
+recall over thresholds (how ``memory.topics.SHIFT_THRESHOLDS`` were chosen). Per-message cost: the embedding of
+the new message plus the similarity, the work a turn adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+if str(BENCH_DIR.parent) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR.parent))
+
+import bench.common  # noqa: E402, F401 - Django settings and offline model flags
+
+LABELS = BENCH_DIR / "data" / "topic_switch_labels.json"
+
+
+def prf(pairs: list[tuple[bool, bool]]) -> tuple[float, float, int]:
+    tp = sum(p and g for p, g in pairs)
+    fp = sum(p and not g for p, g in pairs)
+    fn = sum(g and not p for p, g in pairs)
+    return (tp / (tp + fp) if tp + fp else 0.0), (tp / (tp + fn) if tp + fn else 0.0), len(pairs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=LABELS)
+    parser.add_argument("--errors", action="store_true")
+    parser.add_argument("--sweep", action="store_true")
+    args = parser.parse_args()
+    import django
+
+    django.setup()  # the models module only: no database is opened
+    from memory import embeddings
+    from memory.topics import SHIFT_THRESHOLDS, detect_intent_shift, detect_topic_switch, shift_applies
+
+    pairs = json.loads(args.data.read_text(encoding="utf-8"))["pairs"]
+    models = {embeddings.USE_MODEL: ("zh", "en"), embeddings.DEFAULT_MODEL: ("en",)}
+    for model, langs in models.items():
+        rows = [p for p in pairs if p["lang"] in langs]
+        embeddings.embed(["warm up"], model=model)
+        costs, scored = [], []
+        for pair in rows:
+            topic = embeddings.embed([pair["previous"][0], pair["previous"][-1]], model=model)
+            start = time.perf_counter()
+            vector = embeddings.embed_one(pair["new"], model=model) if shift_applies(pair["new"], model) else None
+            rule = detect_topic_switch(pair["new"]) is not None
+            shift = vector is not None and detect_intent_shift(pair["new"], vector, topic, model=model) is not None
+            costs.append((time.perf_counter() - start) * 1000)
+            similarity = float(max(topic @ vector)) if vector is not None else None
+            scored.append((pair, rule, shift, similarity))
+        print(f"\n{model} ({'+'.join(langs)}, {len(rows)} pairs, threshold {SHIFT_THRESHOLDS[model]:.2f})")
+        print("| langs | rules P/R | rules + embedding P/R |")
+        for lang in (*langs, "all"):
+            part = [s for s in scored if lang in ("all", s[0]["lang"])]
+            rp, rr, n = prf([(rule, p["switch"]) for p, rule, _, _ in part])
+            ep, er, _ = prf([(rule or shift, p["switch"]) for p, rule, shift, _ in part])
+            print(f"| {lang} ({n}) | {rp:.2f}/{rr:.2f} | {ep:.2f}/{er:.2f} |")
+        print(f"per message: median {statistics.median(costs):.2f} ms, max {max(costs):.2f} ms (embedding + rules)")
+        if args.sweep:
+            for t in [x / 100 for x in range(15, 51, 5)]:
+                p, r, _ = prf([(rule or (s is not None and s < t), x["switch"]) for x, rule, _, s in scored])
+                print(f"  threshold {t:.2f}: P {p:.2f} R {r:.2f}")
+        if args.errors:
+            for pair, rule, shift, similarity in scored:
+                if (rule or shift) != pair["switch"]:
+                    sim = "—" if similarity is None else f"{similarity:.2f}"
+                    print(f"  wrong ({'switch' if pair['switch'] else 'stay'}, sim {sim}): "
+                          f"{pair['previous'][-1]} → {pair['new']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

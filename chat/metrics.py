@@ -1,0 +1,38 @@
+"""Chat's Prometheus metrics (``memdesk_*``): turns, the model, tools, batches and sockets.
+
+Recorded where things happen (``chat.turn``, ``chat.llm``, ``chat.tool_calls``, ``chat.batches``,
+``chat.consumers``). The names are a contract: the alerts in ``platform/prometheus`` and the Grafana
+dashboards read them. Memory's own metrics (health gauges, recall, amnesia, cleanup) are in
+``memory.metrics``. Under several ASGI workers (``PROMETHEUS_MULTIPROC_DIR``) the connection gauge is
+summed over the live workers (``livesum``).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+OLLAMA_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 80.0)
+#: Around the chat-turn overhead target (p95 ≤ 50 ms, bench/chat_load.py), with room above it.
+TURN_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
+TOKEN_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+PROMPT_TOKENS = Histogram("memdesk_prompt_tokens", "Prompt size in Qwen2.5 tokens", buckets=TOKEN_BUCKETS)
+OLLAMA_TTFT = Histogram("memdesk_ollama_ttft_seconds", "Ollama time to first token", buckets=OLLAMA_BUCKETS)
+OLLAMA_LATENCY = Histogram("memdesk_ollama_latency_seconds", "Ollama whole-reply latency", buckets=OLLAMA_BUCKETS)
+TURN_OVERHEAD = Histogram(
+    "memdesk_turn_overhead_seconds",
+    "Chat turn time memdesk adds to the model's: from the message's arrival until its reply is stored, less the "
+    "generation (model calls and the tool calls between them); completed turns only",
+    buckets=TURN_BUCKETS,
+)
+TURN_STAGE = Histogram(
+    "memdesk_turn_stage_seconds",
+    "Chat turn time per unit of work (store: the user message; prepare: extraction, recall, prompt; finish: the "
+    "reply and its feedback), waiting for a database thread and connection included",
+    ["stage"],
+    buckets=TURN_BUCKETS,
+)
+OLLAMA_ERRORS = Counter("memdesk_ollama_errors", "Failed model calls", ["code"])
+TOOL_CALLS = Counter("memdesk_tool_calls", "Tenant tool calls", ["tenant", "tool", "outcome"])
+WEBSOCKETS = Gauge("memdesk_websocket_connections", "Open chat WebSockets", multiprocess_mode="livesum")
+BATCH_ITEMS = Counter("memdesk_batch_items", "Batch items processed", ["tenant", "status"])
