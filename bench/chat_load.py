@@ -695,7 +695,7 @@ def main() -> None:
 
     setup_django(DB, fresh=True)
     from bench.fake_process import FakeOllamaProcess
-    from tests.fake_ollama import FakeOllama, Reply
+    from testkit.fake_ollama import FakeOllama, Reply
 
     modes = ["paced", "closed"] if args.mode == "both" else [args.mode]
     counts = [int(x) for x in args.sessions.split(",")]

@@ -2,7 +2,7 @@
 asked where a returning customer's are answered.
 
 - **Ingest**: every dialogue turn goes through ``chat.turn.run_turn`` — the function the WebSocket consumer
-  and the REST endpoint call — against the fake Ollama (``tests.fake_ollama.FakeOllama``, a real HTTP server on
+  and the REST endpoint call — against the fake Ollama (``testkit.fake_ollama.FakeOllama``, a real HTTP server on
   127.0.0.1, in this process), whose reply to each turn is the dataset's agent turn (a short acknowledgement
   that carries no fact where the dataset has none). Per dialogue: a tenant set up as the other benchmarks do
   (rate limits raised so no turn is refused), one end user, one chat session per dialogue session, opened with
@@ -52,8 +52,8 @@ Datasets (``--dataset``):
   just before it. A user turn with no assistant turn after it is answered "好的。"; an assistant turn with no
   user turn before it is sent after a filler user message "你好。" (both counted in the output).
 - ``scale`` — one end user with ``--turns`` turns (default 5,000) and one with 50, in one tenant, of synthetic
-  Chinese and English customer-service chat generated from ``--seed`` (orders, products, amounts, dates,
-  addresses, phone numbers, tracking numbers, tickets), 20 turns a session; then ``--queries`` distinct
+  Chinese and English customer-service chat generated from ``--seed`` by ``bench/synthetic.py`` (orders, products,
+  amounts, dates, addresses, phone numbers, tracking numbers, tickets), 20 turns a session; then ``--queries`` distinct
   questions for each user (default 150), asked alternately, one user's then the other's, in the same run:
   recall p50/p95 per user and p95(large)/p95(small), the figure for "recall p95 for an end user with 5,000 turns
   ≤ 2× that for an end user with 50 turns", plus memory rows per user and R@k.
@@ -87,7 +87,6 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +94,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import locomo_recall  # noqa: E402
 import retrieval  # noqa: E402
+import synthetic  # noqa: E402
 
 DB_NAME = "memdesk_bench_chat_memory"
 ZH_CS_DATA = common.BENCH_DIR / "data" / "zh_cs_memory.json"
@@ -340,136 +340,11 @@ def load_zh_cs(path: Path, max_turns: int | None) -> Dataset:
 
 # --- the synthetic scale dataset ---------------------------------------------------------------------------------
 
-_PRODUCTS = [
-    ("扫地机器人 X200", "robot vacuum X200"), ("空气净化器 AP-9", "air purifier AP-9"),
-    ("蓝牙耳机 B3 Pro", "B3 Pro earbuds"), ("电饭煲 R5", "R5 rice cooker"), ("机械键盘 K87", "K87 keyboard"),
-    ("儿童自行车 16 寸", "16-inch kids bike"), ("净水器 W600", "W600 water filter"), ("投影仪 P1", "P1 projector"),
-    ("跑步机 T30", "T30 treadmill"), ("咖啡机 C9", "C9 espresso machine"), ("电动牙刷 S2", "S2 toothbrush"),
-    ("显示器 27 寸 4K", "27-inch 4K monitor"), ("登山包 45L", "45L hiking pack"),
-    ("羽绒服 L 码", "down jacket, size L"),
-    ("智能手表 G5", "G5 smartwatch"), ("加湿器 H2", "H2 humidifier"), ("电热水壶 E1", "E1 kettle"),
-    ("游戏手柄 J4", "J4 controller"), ("行李箱 24 寸", "24-inch suitcase"), ("台灯 L8", "L8 desk lamp"),
-]  # fmt: skip
-_PLACES_ZH = [
-    "上海市浦东新区世纪大道", "北京市朝阳区建国路", "杭州市西湖区文三路", "广州市天河区体育西路",
-    "成都市武侯区天府大道", "深圳市南山区科技园路", "南京市鼓楼区中山北路", "武汉市洪山区珞喻路",
-    "西安市雁塔区小寨路", "苏州市工业园区星湖街",
-]  # fmt: skip
-_PLACES_EN = [
-    "Maple Street, Springfield", "Harbor Road, Portland", "Elm Avenue, Austin", "King Street, Toronto",
-    "Baker Street, London", "Pine Lane, Denver", "Ocean Drive, Miami", "Lake Road, Chicago", "Hill Street, Boston",
-    "Park Avenue, Seattle",
-]  # fmt: skip
-_COURIERS = [("顺丰", "SF"), ("圆通", "YT"), ("中通", "ZT"), ("京东物流", "JD")]
-_EN_COURIERS = [("UPS", "1Z"), ("FedEx", "FX"), ("DHL", "DH"), ("USPS", "US")]
-
-
-@dataclass
-class _Fact:
-    code: str  # the order/ticket number the questions name
-    kind: str
-    language: str
-    user: str
-    reply: str
-    questions: list[str]
-
-
-def _fact(rng: random.Random, n: int, prefix: str, day0: date) -> _Fact:
-    """One synthetic exchange: a user message with facts and the agent's reply, and questions that each
-    name it by its number (so exactly this exchange answers them)."""
-    zh = rng.random() < 0.5
-    product_zh, product_en = rng.choice(_PRODUCTS)
-    amount = rng.randrange(19, 5000) + rng.choice((0, 0.5, 0.9))
-    when = day0 + timedelta(days=rng.randrange(0, 700))
-    code = f"{prefix}{n:05d}{rng.randrange(10, 99)}"
-    kind = rng.choice(("order", "address", "refund", "delivery", "phone", "ticket"))
-    phone = f"1{rng.choice('3589')}{rng.randrange(10**8, 10**9)}"
-    number = rng.randrange(1, 999)
-    if zh:
-        place = f"{rng.choice(_PLACES_ZH)} {number} 号"
-        courier, tag = rng.choice(_COURIERS)
-        date_text = f"{when.year} 年 {when.month} 月 {when.day} 日"
-        user, reply, questions = {
-            "order": (
-                f"我 {date_text}下的订单 {code}，买的是{product_zh}，付了 {amount:.2f} 元，怎么还没发货？",
-                f"订单 {code}（{product_zh}，¥{amount:.2f}）已安排出库，预计三天内发货。",
-                [f"订单 {code} 买的是什么？", f"订单 {code} 付了多少钱？", f"订单 {code} 是哪天下的？"],
-            ),
-            "address": (
-                f"订单 {code} 的收货地址改成{place}，{product_zh}送到这里。",
-                f"已将订单 {code} 的收货地址改为{place}。",
-                [f"订单 {code} 寄到哪里？", f"订单 {code} 的收货地址是什么？", f"订单 {code} 改到哪个地址了"],
-            ),
-            "refund": (
-                f"订单 {code} 的{product_zh}我退货了，退款 {amount:.2f} 元什么时候到账？",
-                f"订单 {code} 的退款 ¥{amount:.2f} 已于 {date_text}原路退回，1 到 3 个工作日到账。",
-                [f"订单 {code} 退了多少钱？", f"订单 {code} 的退款哪天退回的？", f"订单 {code} 退的是什么商品？"],
-            ),
-            "delivery": (
-                f"订单 {code} 的快递单号 {tag}{rng.randrange(10**9, 10**10)} 一直没更新，{product_zh}到哪了？",
-                f"订单 {code} 由{courier}配送，{date_text}到达转运中心，预计两天内送达。",
-                [f"订单 {code} 是哪家快递？", f"订单 {code} 的快递单号是多少？", f"订单 {code} 什么时候到转运中心的？"],
-            ),
-            "phone": (
-                f"订单 {code} 的联系电话改成 {phone}，送{product_zh}的时候打这个号。",
-                f"已更新订单 {code} 的联系电话为 {phone}。",
-                [f"订单 {code} 留的电话是多少？", f"订单 {code} 的联系电话改成什么了？", f"订单 {code} 买的是什么？"],
-            ),
-            "ticket": (
-                f"我要投诉，订单 {code} 的{product_zh}坏了，{date_text}收到就不能用。",
-                f"非常抱歉，已为订单 {code} 建立售后工单，单号 GD{code}，48 小时内联系您。",
-                [f"订单 {code} 的售后工单号是多少？", f"订单 {code} 哪天收到的货？", f"订单 {code} 投诉的是什么商品？"],
-            ),
-        }[kind]  # fmt: skip
-    else:
-        place = f"{number} {rng.choice(_PLACES_EN)}"
-        courier, tag = rng.choice(_EN_COURIERS)
-        date_text = f"{when:%B} {when.day}, {when.year}"
-        user, reply, questions = {
-            "order": (
-                f"I placed order {code} on {date_text} for a {product_en}, paid ${amount:.2f}, and it hasn't shipped.",
-                f"Order {code} ({product_en}, ${amount:.2f}) is being packed and ships within three days.",
-                [f"What did I buy in order {code}?", f"How much did I pay for order {code}?",
-                 f"When did I place order {code}?"],
-            ),
-            "address": (
-                f"Please change the delivery address of order {code} to {place}; the {product_en} should go there.",
-                f"Done: order {code} will now be delivered to {place}.",
-                [f"Where is order {code} being delivered?", f"What address did I give for order {code}?",
-                 f"Which address did I set for the {product_en} order {code}?"],
-            ),
-            "refund": (
-                f"I returned the {product_en} from order {code}. When will the ${amount:.2f} refund arrive?",
-                f"The ${amount:.2f} refund for order {code} was issued on {date_text}; allow 1-3 business days.",
-                [f"How much was refunded for order {code}?", f"When was the refund for order {code} issued?",
-                 f"What item did I return from order {code}?"],
-            ),
-            "delivery": (
-                f"Tracking {tag}{rng.randrange(10**9, 10**10)} for order {code} is stuck. Where is my {product_en}?",
-                f"Order {code} is with {courier}; it reached the sorting hub on {date_text} and arrives in two days.",
-                [f"Which courier has order {code}?", f"What's the tracking number of order {code}?",
-                 f"When did order {code} reach the hub?"],
-            ),
-            "phone": (
-                f"Use {phone} as the contact number for order {code} when you deliver the {product_en}.",
-                f"Updated: the contact number for order {code} is now {phone}.",
-                [f"What phone number is on order {code}?", f"Which contact number did I give for order {code}?",
-                 f"What did I buy in order {code}?"],
-            ),
-            "ticket": (
-                f"I want to complain: the {product_en} from order {code} arrived broken on {date_text}.",
-                f"Sorry about that. Ticket GD{code} is open for order {code}; we will contact you within 48 hours.",
-                [f"What's the ticket number for order {code}?", f"When did order {code} arrive?",
-                 f"What product did I complain about in order {code}?"],
-            ),
-        }[kind]  # fmt: skip
-    return _Fact(code, kind, "zh" if zh else "en", user, reply, questions)
-
 
 def _scale_dialogue(
     name: str, turns: int, rng: random.Random, prefix: str, per_session: int
-) -> tuple[list[_Fact], Dialogue]:
-    facts = [_fact(rng, n, prefix, date(2023, 1, 1)) for n in range(turns)]
+) -> tuple[list[synthetic.Exchange], Dialogue]:
+    facts = synthetic.exchanges(rng, turns, prefix)
     sessions = []
     for start in range(0, turns, per_session):
         session_turns = []
@@ -489,7 +364,7 @@ def build_scale(turns: int, small: int, queries: int, seed: int, per_session: in
     big_facts, big = _scale_dialogue("large", turns, rng, "B", per_session)
     small_facts, little = _scale_dialogue("small", small, rng, "S", per_session)
 
-    def pick(facts: list[_Fact], name: str) -> list[Question]:
+    def pick(facts: list[synthetic.Exchange], name: str) -> list[Question]:
         pool = [(n, q) for n, f in enumerate(facts) for q in dict.fromkeys(f.questions)]
         if len(pool) < queries:
             raise SystemExit(f"{name}: only {len(pool)} distinct questions for --queries {queries}")
@@ -557,7 +432,7 @@ class FakeModel:
         self.quoted = 0
 
     def __call__(self, body: dict[str, Any]) -> Any:
-        from tests.fake_ollama import Reply
+        from testkit.fake_ollama import Reply
 
         self.requests += 1
         messages = body.get("messages") or [{}]
@@ -952,7 +827,7 @@ def main() -> None:
     from django.conf import settings
 
     from chat.llm import clear_context_cache
-    from tests.fake_ollama import FakeOllama
+    from testkit.fake_ollama import FakeOllama
 
     results: dict[str, Any] = {
         "benchmark": "chat_memory",

@@ -1,4 +1,4 @@
-"""The fake Ollama (``tests.fake_ollama``) in a process of its own, as the real Ollama is.
+"""The fake Ollama (``testkit.fake_ollama``) in a process of its own, as the real Ollama is.
 
 In the load generator's process, the fake's handler threads share one GIL with the asyncio loop of the
 WebSocket clients that time each turn: a client could read its ``done`` frame only after the fake's
@@ -21,7 +21,7 @@ __all__ = ["FakeOllamaProcess"]
 
 def _serve(conn: Connection, deltas: list[str]) -> None:
     """The child: a FakeOllama answering with ``deltas`` until told to stop."""
-    from tests.fake_ollama import FakeOllama, Reply
+    from testkit.fake_ollama import FakeOllama, Reply
 
     with FakeOllama(default_reply=Reply(deltas=deltas)) as fake:
         conn.send(fake.host)

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None, *, execute_wrapper: Callable[..., Any] |
 
     from chat.llm import OllamaChat
     from chat.turn import run_turn
-    from tests.fake_ollama import FakeOllama, Reply
+    from testkit.fake_ollama import FakeOllama, Reply
 
     tenant = make_tenant(f"turn-{random.randrange(10**8)}").tenant
     sessions = [open_session(tenant, f"user-{n}") for n in range(args.sessions)]

@@ -17,16 +17,16 @@ Each event loop has its own ``ollama.AsyncClient`` per host (an httpx pool,
 keeping its connections to Ollama open between replies), closed when the loop
 ends: a pool is bound to the loop it was made in, and memdesk calls from the
 server's loop and from ``async_to_sync`` loops (a new one per call outside the
-server) alike. A client per reply cost each turn a TCP connect and the
-client's construction: a third of the Ollama client's share of a worker's
-time under bench/chat_load.py (10.6% → 7.1%). The pool has no connection limit (Ollama queues requests
+server) alike. A client per reply would cost each turn a TCP connect and the
+client's construction (bench/chat_load.py reports the Ollama client's share of
+a worker's time). The pool has no connection limit (Ollama queues requests
 itself, ``OLLAMA_MAX_QUEUE``), so sharing it never makes a reply wait. Building
-a TLS context per client would cost ~30 ms of CPU (httpx loads the whole CA
-bundle), so every client shares one, made on first use (:func:`_ssl_context`).
+a TLS context per client would load and parse the whole CA bundle each time
+(httpx does), so every client shares one, made on first use (:func:`_ssl_context`).
 
 httpcore asks ``sniffio`` which async library is running each time it makes
 a lock, a dozen times a reply; sniffio is not installed, and a failed import
-searches the whole of ``sys.path`` again each time (~0.1 ms). Recording its
+searches the whole of ``sys.path`` again each time. Recording its
 absence once in ``sys.modules`` makes the failure immediate, and httpcore
 then assumes asyncio, which is what memdesk runs on.
 """
@@ -309,8 +309,8 @@ class OllamaChat:
                     if deadline is None:
                         async with asyncio.timeout_at(first_deadline):
                             part = await anext(parts)
-                        # One timer for the rest of the reply, not one per token (each cost two timer
-                        # operations, ~4% of a worker's time on a 120-token reply); httpx's read timeout
+                        # One timer for the rest of the reply, not one per token (that would add two timer
+                        # operations to every token streamed); httpx's read timeout
                         # still bounds each silence to ``timeout_s``.
                         deadline = _Deadline(overall_deadline)
                     else:

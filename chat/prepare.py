@@ -30,9 +30,10 @@ from conversations.models import ChatSession, Message
 from memory import feedback as memory_feedback
 from memory import fetch as memory_fetch
 from memory.extraction import extract_and_store
+from memory.masking import mask_text
 from memory.models import MemoryUnit
 from memory.recall import RecallResult, embed_query_soon, recall
-from memory.redaction import mask_text, redact
+from memory.redaction import redact
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 

@@ -11,7 +11,7 @@ sentences that fit in about 120 characters, in conversation order, behind :data:
 
 Security red line: every turn is redacted before anything else, and the result once more, so the summary never
 carries an API key, a token or a password. Phone numbers, e-mail addresses and identity numbers are masked the
-same way (「138****1234」, ``memory.redaction.mask_text``): the summary rides in every prompt, like the anchor.
+same way (「138****1234」, ``memory.masking.mask_text``): the summary rides in every prompt, like the anchor.
 Pure and deterministic.
 
 Cost: a turn's window is mostly last turn's window, so the per-sentence work (cleaning, the filler test, jieba's
@@ -33,7 +33,8 @@ from sumy.summarizers.lex_rank import LexRankSummarizer
 from sumy.utils import get_stop_words
 
 from memory.compression import clean, compress, entities, is_filler
-from memory.redaction import PLACEHOLDER_RE, mask_text, redact
+from memory.masking import mask_text
+from memory.redaction import PLACEHOLDER_RE, redact
 from memory.text import CJK_RE, cut, detect_language
 
 __all__ = ["KEYWORD_WEIGHT", "SUMMARY_PREFIX", "WINDOW", "SentenceTokenizer", "last_exchanges", "summarize"]
@@ -96,8 +97,9 @@ class _WeightedLexRank(LexRankSummarizer):
         idf_metrics: dict[str, float],
     ) -> numpy.ndarray:
         """sumy's similarity graph, computed as one matrix product instead of a Python loop over every pair of
-        sentences (a third of a turn's summary time): the idf-modified cosine of two sentences is the cosine of
-        their tf·idf vectors; an edge where it exceeds ``threshold``; each row divided by its degree."""
+        sentences (the pairs grow with the square of the window, and this runs on every turn): the idf-modified
+        cosine of two sentences is the cosine of their tf·idf vectors; an edge where it exceeds ``threshold``; each
+        row divided by its degree."""
         index = {term: column for column, term in enumerate(idf_metrics)}
         weights = numpy.zeros((len(sentences), len(index)))
         for row, (words, tf) in enumerate(zip(sentences, tf_metrics, strict=True)):

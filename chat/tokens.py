@@ -69,7 +69,7 @@ _tokenizer: QwenTokenizer | None = None
 def get_tokenizer() -> QwenTokenizer:
     """The process-wide Qwen2.5 tokenizer, loaded on first use.
 
-    Loading parses a 2.5 MB ranks file (~0.3 s), so it happens once per
+    Loading parses the whole ranks file, so it happens once per
     process: double-checked under a lock, so concurrent first callers wait for
     the one load instead of each doing their own. The tiktoken encoder itself is
     safe to share between threads.

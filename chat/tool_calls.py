@@ -36,7 +36,8 @@ from config.db.sql import fetch_rows, unit_of_work
 from conversations.models import ChatSession, Message
 from memory import fetch as memory_fetch
 from memory.compression import compress_tool_result
-from memory.redaction import MASK_CHAR, mask_text, masked_pairs, redact_obj, unmask_obj
+from memory.masking import MASK_CHAR, mask_text, masked_pairs, unmask_obj
+from memory.redaction import redact_obj
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -173,7 +174,7 @@ _SESSION_VALUES_SQL = _SESSION_VALUES_TEMPLATE.format(scope=memory_fetch.SCOPE_S
 
 
 def _session_values(tenant: Tenant, session: ChatSession) -> dict[str, str]:
-    """``{masked: full}`` for the personal values the session's memories hold (``memory.redaction.masked_pairs``)."""
+    """``{masked: full}`` for the personal values the session's memories hold (``memory.masking.masked_pairs``)."""
     with tenant_scope(tenant):
         rows = fetch_rows(_SESSION_VALUES_SQL, memory_fetch.scope_params(tenant, session, timezone.now()))
     return masked_pairs([text for row in rows for text in row if text])

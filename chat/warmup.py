@@ -1,15 +1,15 @@
 """Load at start what the first chat turn of a worker would otherwise load.
 
 A fresh worker loads, on its first turn, the embedding models (the ONNX
-graph and multilingual USE: about a second), jieba's dictionary, the Qwen
-BPE and the summariser's word lists: that customer would wait more than a
-second for the reply. ``start()`` does it on a background thread as the
+graph and multilingual USE), jieba's dictionary, the Qwen BPE and the
+summariser's word lists: that customer would wait for all of it before the
+reply. ``start()`` does it on a background thread as the
 server imports the ASGI application, so the worker answers health checks
 and requests meanwhile (a turn that arrives first simply loads what it
 needs itself; every loader is thread-safe and loads once). Then it freezes
 what is loaded out of the garbage collector's sight (``gc.freeze()``): a
-full collection no longer stops the worker for 60–130 ms to walk objects
-that live as long as it does.
+full collection no longer stops the worker to walk objects that live as
+long as it does.
 
 ``MEMDESK_WARMUP=0`` turns it off (tests, one-off management commands never
 import the ASGI application anyway). Nothing here touches the database or
@@ -60,9 +60,9 @@ def _run() -> None:
     except Exception:  # a model that cannot load fails its first turn loudly; the server still starts
         logger.exception("warm-up failed")
         return
-    # What is loaded now stays for the life of the worker: a quarter of a million objects (jieba's
+    # What is loaded now stays for the life of the worker, and it is most of the worker's objects (jieba's
     # dictionary, the models, Django's app registry). Python's full garbage collection walks all of them
-    # — 60–130 ms with every other thread of the worker stopped, every few dozen chat turns — and can
+    # — with every other thread of the worker stopped, again and again as turns allocate — and can
     # free none. Freezing moves them out of the collector's sight; later objects are collected as usual.
     gc.freeze()
     logger.info("warm-up done in %.1f s; %d objects frozen", seconds, gc.get_freeze_count())

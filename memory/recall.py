@@ -71,8 +71,8 @@ DEFAULT_TUNING = {
     "vector_window": 2000,
     #: Past the window, the lexical leg searches the whole history for the query words found in at most this
     #: share of the window's rows: 1.0, every word. Lower bounds the cost for very long histories at a price
-    #: in recall (for a 5,000-turn end user, 0.02 found the answer in the top 5 for 75% of questions instead
-    #: of 99%, for hardly any time: docs/memory.md).
+    #: in recall: a word common in the window is no longer looked for in older rows (docs/memory.md, "Long
+    #: histories", has the trade-off).
     "rare_share": 1.0,
     #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
     "question_weight": 0.5,
@@ -280,7 +280,7 @@ def _candidate_sql(n_terms: int, n_models: int = 1) -> str:
 
 
 def _vector_literal(vector: Any) -> str:
-    # tolist() first: formatting Python floats costs half of formatting numpy scalars (0.2 of 0.4 ms a query).
+    # tolist() first: Python floats format faster than numpy scalars, and every dimension of every query is formatted.
     return "[" + ",".join(f"{x:.6f}" for x in vector.tolist()) + "]"
 
 

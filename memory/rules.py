@@ -500,8 +500,8 @@ def _extract_entities_by_pos(state: _Extraction) -> None:
     """jieba's POS fallback: ``ns`` → place, ``nt`` → organisation (``nr`` counts only when introduced).
 
     From the user's own words only: the agent naming a warehouse, a city on a parcel's route or a courier
-    company states no fact about the user — and POS tagging is the costliest step of a message's extraction
-    (~1.3 ms), run for every reply. A full company name (「…有限公司」) still counts from either side.
+    company states no fact about the user — and POS tagging is the costliest step of a message's extraction,
+    run for every reply. A full company name (「…有限公司」) still counts from either side.
 
     Measured caveat: jieba tags some well-known places wrongly (「国贸」 comes back as ``j``, an abbreviation), so
     a place missing here is not proof that none was said.

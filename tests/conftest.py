@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from tests.factories import TenantCtx
+
+# Set before anything imports the product (tests.factories does, so the fixtures import it when called).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests that import the ASGI application must not start its warm-up thread: it would call the embedding
@@ -17,33 +20,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MEMDESK_WARMUP", "0")
 
 
-@dataclass
-class TenantCtx:
-    tenant: Any
-    api_key: str
-    client: Any
-
-
-def _make_tenant(slug: str, language: str = "zh") -> TenantCtx:
-    from rest_framework.test import APIClient
-
-    from tenants.services import do_create_tenant
-
-    provisioned = do_create_tenant(slug, slug.title(), language=language)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {provisioned.api_key}")
-    return TenantCtx(tenant=provisioned.tenant, api_key=provisioned.api_key, client=client)
-
-
 @pytest.fixture
 def acme(db: Any) -> TenantCtx:
-    return _make_tenant("acme")
+    from tests.factories import make_tenant
+
+    return make_tenant("acme")
 
 
 @pytest.fixture
 def globex(db: Any) -> TenantCtx:
     """The other tenant: nothing of acme's may ever reach it."""
-    return _make_tenant("globex", language="en")
+    from tests.factories import make_tenant
+
+    return make_tenant("globex", language="en")
 
 
 @pytest.fixture
@@ -51,12 +40,6 @@ def anon_client() -> Any:
     from rest_framework.test import APIClient
 
     return APIClient()
-
-
-def open_session(ctx: TenantCtx, end_user_id: str = "user-1", **extra: Any) -> dict[str, Any]:
-    response = ctx.client.post("/api/v1/sessions", {"end_user_id": end_user_id, **extra}, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
 
 
 @pytest.fixture
@@ -86,7 +69,7 @@ def fake_ollama(settings: Any) -> Iterator[Any]:
     pointing at it (so ``chat.llm.get_llm()`` talks to it) and a short
     timeout, and the context-size cache emptied before and after."""
     from chat.llm import clear_context_cache
-    from tests.fake_ollama import DEFAULT_MODEL, FakeOllama
+    from testkit.fake_ollama import DEFAULT_MODEL, FakeOllama
 
     with FakeOllama() as fake:
         settings.OLLAMA_HOST = fake.host

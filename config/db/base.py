@@ -4,7 +4,7 @@
   connection and connects over its Unix socket as the non-superuser app role.
 - With the connection pool on, a connection taken from the pool is checked without a round trip
   (:func:`check_pooled_connection`). Django's check sends an empty query on every checkout: three round
-  trips a chat turn (one per unit of work), ~0.5 ms each on the benchmark machine (bench/RESULTS.md).
+  trips a chat turn (one per unit of work), each one waited for, to learn what the socket already tells.
 - The pool hands out its most recently returned connection first (:class:`LifoConnectionPool`).
 """
 
@@ -39,7 +39,7 @@ class LifoConnectionPool(ConnectionPool):
 
     A new PostgreSQL backend is cold: it loads the catalog entries of every table it touches and plans
     every statement twice (its first run, and the second, when psycopg prepares it) — recall's candidate
-    query alone takes 1.4 ms to plan. Taking connections in turn (psycopg_pool's order) kept every one of a
+    query alone takes longer to plan than to run. Taking connections in turn (psycopg_pool's order) kept every one of a
     worker's connections in play, so each had to warm up to every statement of a chat turn: after a start
     or a deploy, turns ran slow for minutes (bench/chat_load.py's p95 by 30 s windows). Most recent first,
     a worker at its usual concurrency reuses the same warm one or two, the others stay idle, and the pool

@@ -8,14 +8,15 @@ Channels' single shared sync thread — measured in ``bench/chat_load.py``.
 Every unit opens its own transaction and RLS scope from its explicit
 ``tenant`` argument, so nothing depends on which thread runs it. With
 ``DB_POOL_MAX_SIZE`` set, "closed" hands the connection back to the process's
-pool instead of ending a PostgreSQL backend: a fresh backend per unit cost a
-turn ~25 ms of server CPU (bench/chat_load.py runs with the pool).
+pool instead of ending a PostgreSQL backend: a fresh backend per unit costs
+each turn a PostgreSQL connection start-up per unit (bench/chat_load.py runs
+with the pool).
 
 ``fetch_row`` and ``execute`` run the few statements of a chat turn written in
-SQL (see ``chat.messages`` and ``chat.prepare``): on every message, the ORM takes about a
-millisecond of CPU to build each query, many times what PostgreSQL takes to
-answer it. ``load_models`` turns such a statement's rows into model instances
-as ``Model.objects.raw()`` does, for a third of its CPU (``raw()`` works out
+SQL (see ``chat.messages`` and ``chat.prepare``): on every message, the ORM
+would spend more CPU building each query than PostgreSQL takes to answer it.
+``load_models`` turns such a statement's rows into model instances as
+``Model.objects.raw()`` does, without its repeated work (``raw()`` works out
 again, for every statement, which column is which field).
 """
 

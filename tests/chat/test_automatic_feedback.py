@@ -20,7 +20,7 @@ from memory import feedback, store
 from memory.models import MemoryEvent, MemoryUnit
 from memory.recall import recall
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 
 CONTEXT = 32768
 

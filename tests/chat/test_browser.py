@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import open_session
+from tests.factories import open_session
 from tests.live_server import uvicorn_in_thread
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -31,7 +31,7 @@ def test_chinese_message_gets_a_streamed_reply_on_the_chat_page(acme, fake_ollam
     # given a session and a model that streams its reply slowly enough to watch
     opened = open_session(acme, "browser-user")
     fake_ollama.script(
-        __import__("tests.fake_ollama", fromlist=["Reply"]).Reply(
+        __import__("testkit.fake_ollama", fromlist=["Reply"]).Reply(
             deltas=["您好", "张伟", "，您的", "订单", " ABC123 ", "已发货。"], token_delay_s=0.05
         )
     )

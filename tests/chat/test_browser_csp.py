@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import open_session
+from tests.factories import open_session
 from tests.live_server import uvicorn_in_thread
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -67,7 +67,7 @@ def _violations(page: Any, console: list[str]) -> list[str]:
 
 
 def test_the_chat_page_sends_and_streams_under_its_csp(acme, fake_ollama, asgi_server):
-    from tests.fake_ollama import Reply
+    from testkit.fake_ollama import Reply
 
     # given: the chat page of a session, served with memdesk's policy
     opened = open_session(acme, "csp-user")
@@ -112,7 +112,7 @@ def test_an_injected_inline_script_is_blocked(acme, asgi_server):
 
 
 def test_the_widget_works_on_a_tenant_site_with_a_strict_csp(acme, fake_ollama, asgi_server):
-    from tests.fake_ollama import Reply
+    from testkit.fake_ollama import Reply
 
     # given: a tenant's site that allows scripts and connections only to itself and memdesk, and no inline style
     acme.tenant.allowed_origins = [TENANT_SITE]

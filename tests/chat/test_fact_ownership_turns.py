@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from memory.redaction import mask_text
-from tests.conftest import TenantCtx, open_session
-from tests.fake_ollama import Reply
+from memory.masking import mask_text
+from testkit.fake_ollama import Reply
+from tests.factories import TenantCtx, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ import httpx
 import ollama
 import pytest
 
-from tests.fake_ollama import FakeOllama, Reply
+from testkit.fake_ollama import FakeOllama, Reply
 
 
 def test_streams_deltas_then_a_final_line_with_usage(fake_ollama: FakeOllama) -> None:

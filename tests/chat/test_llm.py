@@ -12,7 +12,7 @@ import pytest
 
 from chat import llm as llm_module
 from chat.llm import LLMChunk, LLMError, LLMUnavailable, ModelNotFound, OllamaChat, get_llm, parse_context_size
-from tests.fake_ollama import FakeOllama, Reply
+from testkit.fake_ollama import FakeOllama, Reply
 
 MESSAGES = [{"role": "system", "content": "你是客服助手。"}, {"role": "user", "content": "我的订单到哪了？"}]
 

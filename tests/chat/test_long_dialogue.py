@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import open_session
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import open_session
-from tests.fake_ollama import FakeOllama, Reply
+from testkit.fake_ollama import FakeOllama, Reply
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

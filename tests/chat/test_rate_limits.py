@@ -16,7 +16,7 @@ from chat import messages as chat_messages
 from conversations.access import resolve_session
 from conversations.models import Message
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 
 # Several threads, each with its own database connection, like several workers.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
-from tests.conftest import open_session
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,8 +22,8 @@ from chat import turn as chat_turn
 from config.embedded_pg import ensure_embedded
 from conversations.models import ChatSession, Message
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import open_session
 from tests.live_server import uvicorn_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,8 @@ import time
 import pytest
 from prometheus_client import REGISTRY
 
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,8 +6,8 @@ import pytest
 
 from conversations.models import Message
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.fake_ollama import FakeOllama, Reply
+from testkit.fake_ollama import FakeOllama, Reply
+from tests.factories import open_session
 
 # The turn pipeline runs its database steps through database_sync_to_async,
 # which closes connections left in a test transaction: use real transactions.

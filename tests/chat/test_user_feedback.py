@@ -16,7 +16,7 @@ from conversations.access import resolve_session
 from conversations.models import Message
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from config.asgi import application
 from conversations.models import Message
 from conversations.session_tokens import issue_token
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 
 from chat.consumers import RELAY_DELTAS_EVERY_S
 from config.asgi import application
-from tests.conftest import open_session
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,7 +80,7 @@ async def test_other_tabs_get_the_same_deltas_in_order(acme, fake_ollama, token_
     # given
     from asgiref.sync import sync_to_async
 
-    from tests.fake_ollama import Reply
+    from testkit.fake_ollama import Reply
 
     opened = await sync_to_async(open_session)(acme, "ws-user")
     pieces = ["您好，", "订单", "已发货，", "明天", "送到。"]

@@ -5,28 +5,26 @@ from __future__ import annotations
 import re
 import time
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory import health, store
+from memory import health
 from memory.lifecycle import history_retention
 from memory.models import MemoryEvent, MemoryHealth, MemoryUnit
 from tenants.models import Tenant
 from tenants.rls import operator_scope, tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj, write_memory
 
 VECTOR = [0.0] * 383 + [1.0]
 DAY = 86400
 
 
-def _write(ctx, session, content, *, key=None, now=None, expires_in=365 * DAY):
-    return store.do_write_memory(
-        ctx.tenant, session, type="user_profile", key=key, content=content, expires_in=expires_in, now=now,
-        embedding=VECTOR,
-    ).memory  # fmt: skip
+# A profile memory for a year unless a test says otherwise (``write_memory``'s keywords override these).
+_profile = partial(write_memory, type="user_profile", expires_in=365 * DAY, embedding=VECTOR)
 
 
 def _stored(tenant):
@@ -46,7 +44,7 @@ def test_a_hundred_replaces_of_one_key_leave_the_tenant_healthy(acme):
     # given one key replaced 100 times (what a 100-step batch's progress memory goes through)
     session = open_session_obj(acme, "alice")
     for i in range(100):
-        _write(acme, session, f"Delivery address: {i} Harbour Road", key="address")
+        _profile(acme, session, f"Delivery address: {i} Harbour Road", key="address")
     # when the periodic job computes the tenant's health
     result = health.do_refresh_health(acme.tenant)
     # then the tenant is healthy, and the 99 superseded versions are all still there
@@ -62,10 +60,10 @@ def test_an_expired_current_memory_still_counts_as_stale(acme):
     to be current that has expired is staleness, as before."""
     # given 1 live memory, 1 expired one and 5 superseded versions of a third
     session = open_session_obj(acme, "alice")
-    _write(acme, session, "Name: Alice")
-    _write(acme, session, "Coupon SPRING10", now=timezone.now() - timedelta(days=2), expires_in=60)
+    _profile(acme, session, "Name: Alice")
+    _profile(acme, session, "Coupon SPRING10", now=timezone.now() - timedelta(days=2), expires_in=60)
     for i in range(6):
-        _write(acme, session, f"Phone: 1391234567{i}", key="phone")
+        _profile(acme, session, f"Phone: 1391234567{i}", key="phone")
     # when
     result = health.tenant_health(acme.tenant)
     # then freshness is 2 valid of 3 current; the superseded versions count nowhere
@@ -83,10 +81,10 @@ def test_cleanup_keeps_superseded_versions_for_the_retention_and_as_of_answers_t
     acme.tenant.save()
     session = open_session_obj(acme, "alice")
     now = timezone.now()
-    first = _write(acme, session, "Address: 1 Old Road", key="address", now=now - timedelta(days=50))
-    march = _write(acme, session, "Address: 2 March Street", key="address", now=now - timedelta(days=40))
-    current = _write(acme, session, "Address: 3 Current Avenue", key="address", now=now - timedelta(days=10))
-    coupon = _write(acme, session, "Coupon SPRING10", now=now - timedelta(days=3), expires_in=DAY)
+    first = _profile(acme, session, "Address: 1 Old Road", key="address", now=now - timedelta(days=50))
+    march = _profile(acme, session, "Address: 2 March Street", key="address", now=now - timedelta(days=40))
+    current = _profile(acme, session, "Address: 3 Current Avenue", key="address", now=now - timedelta(days=10))
+    coupon = _profile(acme, session, "Coupon SPRING10", now=now - timedelta(days=3), expires_in=DAY)
     # when the periodic job runs its (first, so due) cleanup
     health.do_refresh_health(acme.tenant)
     # then the version replaced 40 days ago and the expired coupon are gone; the one replaced 10 days ago stays
@@ -124,15 +122,15 @@ def test_a_metrics_scrape_only_reads_and_serves_the_stored_figures(client, acme)
     nothing and never cleans up."""
     # given figures stored by the job (2 valid of 3 current; the cleanup not due: it just ran)
     session = open_session_obj(acme, "alice")
-    _write(acme, session, "Name: Alice")
-    _write(acme, session, "Plan: gold")
-    _write(acme, session, "Coupon SPRING10", now=timezone.now() - timedelta(days=2), expires_in=60)
+    _profile(acme, session, "Name: Alice")
+    _profile(acme, session, "Plan: gold")
+    _profile(acme, session, "Coupon SPRING10", now=timezone.now() - timedelta(days=2), expires_in=60)
     Tenant.objects.filter(pk=acme.tenant.pk).update(last_cleanup_at=timezone.now())
     health.do_refresh_health(acme.tenant)
     stored = _stored(acme.tenant)
     # and since then two more expired memories, and a cleanup that would be due
     for content in ("Coupon SUMMER5", "Coupon AUTUMN7"):
-        _write(acme, session, content, now=timezone.now() - timedelta(days=2), expires_in=60)
+        _profile(acme, session, content, now=timezone.now() - timedelta(days=2), expires_in=60)
     Tenant.objects.filter(pk=acme.tenant.pk).update(last_cleanup_at=None)
     # when Prometheus scrapes
     with CaptureQueriesContext(connection) as queries:
@@ -173,11 +171,11 @@ def test_one_run_of_the_periodic_job_updates_the_stored_figures(acme, globex):
 
     # given figures from an earlier run, then an expired memory in acme
     session = open_session_obj(acme, "alice")
-    _write(acme, session, "Name: Alice")
+    _profile(acme, session, "Name: Alice")
     Tenant.objects.update(last_cleanup_at=timezone.now())
     refresh_health_task(int(time.time()))
     earlier = _stored(acme.tenant)
-    _write(acme, session, "Coupon SPRING10", now=timezone.now() - timedelta(days=2), expires_in=60)
+    _profile(acme, session, "Coupon SPRING10", now=timezone.now() - timedelta(days=2), expires_in=60)
     # when the job runs once more
     result = refresh_health_task(int(time.time()))
     # then both tenants' figures are stored, acme's are new (1 valid of 2: degraded, cleanup in cooldown)

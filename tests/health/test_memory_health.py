@@ -9,19 +9,19 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Message
-from memory import health, store
+from memory import health
 from memory.models import MemoryUnit
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session, open_session_obj, write_memory
 
 
-def _write(ctx, session, n, *, expired=False):
+def _facts(ctx, session, n, *, expired=False):
+    """``n`` facts of ``session``, live for a day or expired two days ago."""
     past = timezone.now() - timedelta(days=2)
     for i in range(n):
-        store.do_write_memory(
-            ctx.tenant, session, type="fact_reference", content=f"fact {i} {'old' if expired else 'new'}",
+        write_memory(
+            ctx, session, f"fact {i} {'old' if expired else 'new'}",
             expires_in=60 if expired else 86400, now=past if expired else None, embedding=[0.0] * 383 + [1.0],
         )  # fmt: skip
 
@@ -36,8 +36,8 @@ def _reply(ctx, session, recalled, used):
 
 def test_freshness_and_hit_rate_on_known_data(acme):
     session = open_session_obj(acme, "alice")
-    _write(acme, session, 9)
-    _write(acme, session, 1, expired=True)
+    _facts(acme, session, 9)
+    _facts(acme, session, 1, expired=True)
     _reply(acme, session, recalled=10, used=7)
     _reply(acme, session, recalled=10, used=9)
     result = health.tenant_health(acme.tenant)
@@ -56,9 +56,9 @@ def test_low_hit_rate_is_degraded(acme):
 def test_health_endpoint_per_tenant_shows_no_other_tenant(acme, globex):
     a = open_session_obj(acme, "alice")
     g = open_session_obj(globex, "gina")
-    _write(acme, a, 3)
-    _write(globex, g, 1)
-    _write(globex, g, 4, expired=True)
+    _facts(acme, a, 3)
+    _facts(globex, g, 1)
+    _facts(globex, g, 4, expired=True)
     body = acme.client.get("/memory/health").json()
     assert set(body) == {"tenant", "freshness_ratio", "hit_rate", "memories", "amnesia_alerts", "status"}
     assert body["memories"] == {"total": 3, "valid": 3, "expired": 0}
@@ -85,14 +85,14 @@ def test_health_endpoint_refuses_anonymous(anon_client, db):
 
 def test_cleanup_fires_once_below_85_percent(acme):
     session = open_session_obj(acme, "alice")
-    _write(acme, session, 5)
-    _write(acme, session, 5, expired=True)
+    _facts(acme, session, 5)
+    _facts(acme, session, 5, expired=True)
     first = health.maybe_cleanup(acme.tenant, health.tenant_health(acme.tenant))
     assert first == 5
     with tenant_scope(acme.tenant):
         assert MemoryUnit.objects.for_tenant(acme.tenant).count() == 5
     # freshness is healthy again, and even if it dropped the cooldown holds
-    _write(acme, session, 5, expired=True)
+    _facts(acme, session, 5, expired=True)
     second = health.maybe_cleanup(acme.tenant, health.tenant_health(acme.tenant))
     assert second is None
     Tenant.objects.filter(pk=acme.tenant.pk).update(last_cleanup_at=timezone.now() - timedelta(hours=1))
@@ -102,7 +102,7 @@ def test_cleanup_fires_once_below_85_percent(acme):
 
 def test_metrics_expose_every_memdesk_metric(client, acme):
     session = open_session_obj(acme, "alice")
-    _write(acme, session, 2)
+    _facts(acme, session, 2)
     health.refresh_all()  # the worker's periodic job stores the figures the scrape serves
     text = client.get("/metrics").content.decode()
     for name in (

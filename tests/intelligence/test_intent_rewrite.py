@@ -6,7 +6,7 @@ import pytest
 
 from memory import embeddings
 from memory.rewrite import EMBEDDING_RULES, rewrite_and_embed, rewrite_by_embedding
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 RECOMMENDATION_ZH = next(rule.zh for rule in EMBEDDING_RULES if rule.intent == "recommendation")
 

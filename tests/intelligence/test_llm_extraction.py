@@ -21,9 +21,8 @@ from memory.extraction import extract_and_store
 from memory.llm_extraction import ALLOWED_KEYS, KEY_TYPES, ModelAnswer, answer_schema
 from memory.models import MemoryEvent, MemoryType, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
-from tests.memory.conftest import open_session_obj
+from testkit.fake_ollama import Reply
+from tests.factories import open_session, open_session_obj
 
 # jieba tags 「国贸」 as an abbreviation (j), so the rules find the phone but not the place.
 TEXT = "我在国贸那家店买的，手机号 13912345678，密码是 Abc12345，麻烦帮我查一下"

@@ -13,12 +13,11 @@ from django.test import Client
 from chat.summary import SUMMARY_PREFIX
 from conversations.models import Message
 from memory import store
+from memory.masking import mask_obj, mask_text, masked_pairs, unmask_obj
 from memory.models import MemoryUnit
-from memory.redaction import mask_obj, mask_text, masked_pairs, unmask_obj
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
-from tests.memory.conftest import open_session_obj
+from testkit.fake_ollama import Reply
+from tests.factories import open_session, open_session_obj
 from tests.tools.backend import Answer, FakeBackend
 from tests.tools.conftest import register
 

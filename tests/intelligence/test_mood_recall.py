@@ -15,7 +15,7 @@ from memory.models import MemoryUnit
 from memory.mood import care_reason, detect_mood
 from memory.recall import recall
 from tenants.rls import tenant_scope
-from tests.conftest import TenantCtx, open_session
+from tests.factories import TenantCtx, open_session
 
 SEED = "在用户情绪低落时，能默默调高relevance_score，让关怀类记忆浮出水面"
 

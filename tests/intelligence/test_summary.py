@@ -200,7 +200,7 @@ def test_the_similarity_graph_equals_sumys_own() -> None:
 def test_a_fact_said_nine_exchanges_back_is_in_the_summary_and_not_in_the_raw_turns(acme, fake_ollama):
     """Seed S6: 「对最近 10 轮对话做摘要」 — ten exchanges, not ten messages: the raw channel already carries the
     last five exchanges, so the summary must reach further back than they do."""
-    from tests.conftest import open_session
+    from tests.factories import open_session
 
     # given an exchange that states a fact, then eight more exchanges about other things
     sid = open_session(acme, "summary-user")["session_id"]

@@ -12,7 +12,7 @@ from chat.models import ExecutionContext
 from conversations.models import ChatSession
 from memory.models import MemoryType, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,13 +7,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from chat.sessions import do_open_session
-from tenants.rls import tenant_scope
-
-
-def open_session_obj(ctx: Any, end_user: str = "user-1") -> Any:
-    with tenant_scope(ctx.tenant):
-        return do_open_session(ctx.tenant, end_user, {}).session
+from tests.factories import open_session_obj
 
 
 @pytest.fixture

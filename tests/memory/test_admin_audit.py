@@ -8,7 +8,7 @@ from django.test import Client
 from memory import store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 
 @pytest.fixture

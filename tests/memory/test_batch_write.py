@@ -15,7 +15,8 @@ from memory.extraction import extract_and_store
 from memory.models import MemoryEvent, MemoryUnit
 from memory.store import MemoryItem
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj, race
+from tests.factories import open_session_obj
+from tests.memory.conftest import race
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from tests.conftest import TenantCtx, open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import TenantCtx, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

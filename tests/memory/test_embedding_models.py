@@ -9,7 +9,7 @@ from memory import embeddings, store
 from memory.models import MemoryUnit
 from memory.recall import recall
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 E5 = embeddings.E5_MODEL
 FACTS = ["用户姓名 张伟", "收货地址 北京市朝阳区建国路 88 号", "偏好周末送货", "优惠券 SAVE20 有效期至 12 月 31 日"]

@@ -12,7 +12,7 @@ from django.utils import timezone
 from memory import store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import operator_scope
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 
 def test_removes_only_expired_and_keeps_history(acme, globex, capsys):

@@ -6,17 +6,15 @@ import pytest
 
 from config.errors import ApiError
 from memory import feedback as memory_feedback
-from memory import store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj, race
+from tests.factories import open_session_obj, write_memory
+from tests.memory.conftest import race
 
 
 @pytest.fixture
 def phone(acme, acme_session):
-    return store.do_write_memory(
-        acme.tenant, acme_session, type="user_profile", key="phone", content="用户手机号 13912345678"
-    ).memory
+    return write_memory(acme, acme_session, "用户手机号 13912345678", type="user_profile", key="phone")
 
 
 def test_used_raises_by_a_tenth_up_to_two(acme, phone):
@@ -52,13 +50,9 @@ def test_each_feedback_writes_an_event(acme, phone):
     assert events[1].after == {"relevance_score": 1.1}
 
 
-def _write(tenant, session, key, content):
-    return store.do_write_memory(tenant, session, type="user_profile", key=key, content=content).memory
-
-
 def test_one_batch_scores_counts_and_audits_every_memory(acme, acme_session, phone):
     # given two memories of alice, one already lowered
-    name = _write(acme.tenant, acme_session, "name", "用户姓名 张伟")
+    name = write_memory(acme, acme_session, "用户姓名 张伟", type="user_profile", key="name")
     memory_feedback.do_feedback(acme.tenant, name, "misled")
 
     # when one batch marks both used
@@ -81,7 +75,9 @@ def test_one_batch_scores_counts_and_audits_every_memory(acme, acme_session, pho
 
 
 def test_a_batch_skips_another_tenants_memory_and_leaves_it_untouched(acme, globex, acme_session, phone):
-    theirs = _write(globex.tenant, open_session_obj(globex, "alice"), "phone", "用户手机号 13800000000")
+    theirs = write_memory(
+        globex, open_session_obj(globex, "alice"), "用户手机号 13800000000", type="user_profile", key="phone"
+    )
 
     scores = memory_feedback.apply_feedback(acme.tenant, [phone.pk, theirs.pk], "misled")
 
@@ -108,7 +104,9 @@ def test_an_unknown_event_is_refused_before_anything_changes(acme, phone):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_batches_on_one_memory_all_count(acme):
     # given one memory and eight turns marking it used at the same moment
-    memory = _write(acme.tenant, open_session_obj(acme, "alice"), "phone", "用户手机号 13912345678")
+    memory = write_memory(
+        acme, open_session_obj(acme, "alice"), "用户手机号 13912345678", type="user_profile", key="phone"
+    )
     errors = race(*[lambda: memory_feedback.apply_feedback(acme.tenant, [memory.pk], "used")] * 8)
 
     # then no increment is lost, and the events chain 1.0 → 1.8 without a repeated "before"

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from memory import fetch, serializers, store
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 
 def test_it_loads_visible_memories_with_their_end_user_and_without_embeddings(acme, globex, acme_session):

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 
 def test_create_returns_the_memory_unit_shape(memapi, acme_session):

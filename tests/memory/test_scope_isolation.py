@@ -9,7 +9,7 @@ from django.db import connections
 
 from memory import fetch, store
 from memory.recall import recall
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 
 def test_end_users_of_one_tenant_never_see_each_other(acme):

@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 from conversations.models import Message
-from memory import embeddings, store
+from memory import embeddings
 from memory.extraction import extract_and_store
 from memory.models import MemoryUnit
 from memory.recall import recall
 from tenants.rls import tenant_scope
-
-
-def _write(ctx, session, content, context=""):
-    return store.do_write_memory(ctx.tenant, session, type="fact_reference", content=content, context=context).memory
+from tests.factories import write_memory
 
 
 def test_answer_is_found_by_a_word_only_its_question_had(acme, acme_session):
     # given an answer that never names the model, written with the question it answered as context,
     # among other memories of the same user
-    answer = _write(
+    answer = write_memory(
         acme, acme_session, "Customer: the blue one, bought in March",
         context="Agent: Which colour is your KX-900 kettle?\nCustomer: the blue one, bought in March",
     )  # fmt: skip
     # and a distractor the vector leg ranks first (its vector is the query's own embedding)
-    store.do_write_memory(
-        acme.tenant, acme_session, type="fact_reference", content="Customer: the model number on the box is unreadable",
+    write_memory(
+        acme, acme_session, "Customer: the model number on the box is unreadable",
         embedding=embeddings.embed_one("KX-900", kind="query"),
     )  # fmt: skip
     for content in [
@@ -33,7 +30,7 @@ def test_answer_is_found_by_a_word_only_its_question_had(acme, acme_session):
         "Customer asked about the warranty terms",
         "Customer's previous order arrived damaged",
     ]:
-        _write(acme, acme_session, content)
+        write_memory(acme, acme_session, content)
     # when the user asks with the question's word only
     result = recall(acme.tenant, acme_session, "KX-900", k=3)
     # then the answer comes first, but a context-only match does not count as confidence
@@ -43,8 +40,8 @@ def test_answer_is_found_by_a_word_only_its_question_had(acme, acme_session):
 
 def test_own_words_outrank_context_words(acme, acme_session):
     # given one memory that holds the word itself and one that only has it in its context
-    own = _write(acme, acme_session, "The refund for the blender was approved")
-    _write(acme, acme_session, "Order closed on Monday", context="Agent: anything else about the refund?")
+    own = write_memory(acme, acme_session, "The refund for the blender was approved")
+    write_memory(acme, acme_session, "Order closed on Monday", context="Agent: anything else about the refund?")
     # then the memory that says it ranks first
     result = recall(acme.tenant, acme_session, "refund", k=2)
     assert [h.memory.pk for h in result.hits][0] == own.pk
@@ -52,7 +49,7 @@ def test_own_words_outrank_context_words(acme, acme_session):
 
 
 def test_secrets_in_the_context_are_never_indexed(acme, acme_session):
-    memory = _write(
+    memory = write_memory(
         acme, acme_session, "The customer reset the router",
         context="my wifi password: hunter2secret and api key sk-live-abcdefghijklmnop1234",
     )  # fmt: skip

@@ -7,7 +7,7 @@ import pytest
 
 from conversations.access import SessionIdRequired, SessionNotFound
 from memory.fetch import visible_memories
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session_obj
 
 
 def test_positional_and_keyword_calls_with_the_tenants_own_session_pass(acme, acme_session):

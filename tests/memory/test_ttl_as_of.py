@@ -6,19 +6,16 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from memory import fetch, lifecycle, store
+from memory import fetch, lifecycle
 from memory.recall import recall
-
-
-def _write(acme, session, now, expires_in=60, content="Customer's order number is ABC123"):
-    return store.do_write_memory(
-        acme.tenant, session, type="fact_reference", key="order_id", content=content, expires_in=expires_in, now=now
-    ).memory
+from tests.factories import write_memory
 
 
 def test_recall_boundaries(acme, acme_session):
     t0 = timezone.now().replace(microsecond=0) - timedelta(minutes=5)
-    memory = _write(acme, acme_session, t0)
+    memory = write_memory(
+        acme, acme_session, "Customer's order number is ABC123", key="order_id", expires_in=60, now=t0
+    )
 
     def recalled(as_of):
         return [h.memory.pk for h in recall(acme.tenant, acme_session, "what is my order number", as_of=as_of).hits]
@@ -32,14 +29,14 @@ def test_recall_boundaries(acme, acme_session):
 
 def test_list_honours_as_of_and_include_expired(acme, acme_session):
     t0 = timezone.now() - timedelta(hours=1)
-    _write(acme, acme_session, t0, expires_in=60)
+    write_memory(acme, acme_session, "Customer's order number is ABC123", key="order_id", expires_in=60, now=t0)
     assert fetch.list_memories(acme.tenant, acme_session) == []
     assert len(fetch.list_memories(acme.tenant, acme_session, include_expired=True)) == 1
     assert len(fetch.list_memories(acme.tenant, acme_session, as_of=t0 + timedelta(seconds=30))) == 1
 
 
 def test_expired_memory_is_not_recalled_by_the_rule_stage(acme, acme_session):
-    memory = _write(acme, acme_session, timezone.now(), content="订单号 ABC123")
+    memory = write_memory(acme, acme_session, "订单号 ABC123", key="order_id", expires_in=60, now=timezone.now())
     assert memory.pk in [h.memory.pk for h in recall(acme.tenant, acme_session, "查我的订单").hits]
     lifecycle.do_expire_memory(acme.tenant, memory)
     assert recall(acme.tenant, acme_session, "查我的订单").hits == []

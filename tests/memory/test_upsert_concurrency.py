@@ -7,7 +7,8 @@ import pytest
 from memory import fetch, store
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.memory.conftest import open_session_obj, race
+from tests.factories import open_session_obj
+from tests.memory.conftest import race
 
 
 @pytest.mark.django_db(transaction=True)

@@ -7,26 +7,26 @@ from datetime import timedelta
 from django.db import connection
 from django.utils import timezone
 
-from memory import fetch, store
+from memory import fetch
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope
-
-
-def _write(acme, session, now, expires_in, key, content):
-    return store.do_write_memory(
-        acme.tenant, session, type="fact_reference", key=key, content=content, expires_in=expires_in, now=now
-    ).memory
+from tests.factories import write_memory
 
 
 def test_python_orm_and_sql_forms_of_validity_agree(acme, acme_session):
     # given memories that are valid, expired, superseded, not yet created, and on both boundaries
     t0 = timezone.now().replace(microsecond=0) - timedelta(hours=2)
-    _write(acme, acme_session, t0, 86_400, "order_id", "order ABC123")  # valid from t0 for a day
-    _write(acme, acme_session, t0, 60, "coupon", "coupon SAVE10")  # expired a minute after t0
-    _write(acme, acme_session, t0, 86_400, "phone", "phone 13800000000")
-    _write(acme, acme_session, t0 + timedelta(minutes=30), 86_400, "phone", "phone 13900000000")  # supersedes it
-    _write(acme, acme_session, t0 + timedelta(hours=3), 600, "address", "future address")  # created after now
-    _write(acme, acme_session, t0 + timedelta(microseconds=1), 1, "tracking", "tracking SF1")  # one-second life
+    # valid from t0 for a day; expired a minute after t0
+    write_memory(acme, acme_session, "order ABC123", key="order_id", expires_in=86_400, now=t0)
+    write_memory(acme, acme_session, "coupon SAVE10", key="coupon", expires_in=60, now=t0)
+    # a phone number, and the one that supersedes it half an hour later
+    write_memory(acme, acme_session, "phone 13800000000", key="phone", expires_in=86_400, now=t0)
+    write_memory(
+        acme, acme_session, "phone 13900000000", key="phone", expires_in=86_400, now=t0 + timedelta(minutes=30)
+    )
+    # created after now; a one-second life
+    write_memory(acme, acme_session, "future address", key="address", expires_in=600, now=t0 + timedelta(hours=3))
+    write_memory(acme, acme_session, "tracking SF1", key="tracking", expires_in=1, now=t0 + timedelta(microseconds=1))
     with tenant_scope(acme.tenant):
         memories = list(MemoryUnit.objects.for_tenant(acme.tenant))
     assert any(m.superseded_at is not None for m in memories)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import open_session
+from tests.factories import open_session
 from tests.live_server import uvicorn_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
-from chat.sessions import do_open_session
 from tenants.rls import tenant_scope
+from tests.factories import open_session_obj
 from tests.memory.conftest import race
 
 pytestmark = [
@@ -115,11 +115,9 @@ def _visible_sessions() -> tuple[int, str]:
 
 def test_tenant_scopes_sharing_one_server_connection_never_see_each_others_tenant(acme, globex, bouncer):
     # given two sessions of acme and one of globex, committed
-    with tenant_scope(acme.tenant):
-        do_open_session(acme.tenant, "alice", {})
-        do_open_session(acme.tenant, "bob", {})
-    with tenant_scope(globex.tenant):
-        do_open_session(globex.tenant, "alice", {})
+    open_session_obj(acme, "alice")
+    open_session_obj(acme, "bob")
+    open_session_obj(globex, "alice")
     seen: dict[str, list[tuple[int, str]]] = {"acme": [], "globex": [], "unscoped": []}
 
     def scopes(name: str, tenant: Any) -> Callable[[], None]:
@@ -151,8 +149,7 @@ def test_concurrent_turns_of_one_session_store_their_messages_in_order_through_p
 
     acme.tenant.settings = {"rate_limits": {"per_session_per_minute": 1000}}
     acme.tenant.save(update_fields=["settings"])
-    with tenant_scope(acme.tenant):
-        session = do_open_session(acme.tenant, "alice", {}).session
+    session = open_session_obj(acme, "alice")
 
     def turns(client: int) -> Callable[[], None]:
         def run() -> None:

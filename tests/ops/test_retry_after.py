@@ -6,7 +6,7 @@ import pytest
 from rest_framework import exceptions as drf_exc
 
 from config.errors import ApiError, api_exception_handler
-from tests.conftest import open_session
+from tests.factories import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from chat.sessions import do_open_session
-from tenants.rls import tenant_scope
+from tests.factories import open_session_obj
 
 
 @pytest.fixture
 def sessions(acme, globex):
-    with tenant_scope(acme.tenant):
-        a = do_open_session(acme.tenant, "alice-of-acme", {}).session
-    with tenant_scope(globex.tenant):
-        g = do_open_session(globex.tenant, "gina-of-globex", {}).session
+    a = open_session_obj(acme, "alice-of-acme")
+    g = open_session_obj(globex, "gina-of-globex")
     return a, g
 
 

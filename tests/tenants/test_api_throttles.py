@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from chat.sessions import do_open_session
-from tenants.rls import tenant_scope
+from tests.factories import open_session_obj
 
 
 @pytest.fixture
@@ -34,8 +33,7 @@ def rates(settings: Any) -> Any:
 
 
 def _speak_for_a_session(ctx: Any, end_user: str) -> Any:
-    with tenant_scope(ctx.tenant):
-        session = do_open_session(ctx.tenant, end_user, {}).session
+    session = open_session_obj(ctx, end_user)
     ctx.client.credentials(HTTP_AUTHORIZATION=f"Bearer {ctx.api_key}", HTTP_X_SESSION_ID=str(session.pk))
     return ctx.client
 

@@ -9,8 +9,7 @@ import pytest
 from django.test import Client
 
 from memory import store
-from tests.conftest import open_session
-from tests.memory.conftest import open_session_obj
+from tests.factories import open_session, open_session_obj
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

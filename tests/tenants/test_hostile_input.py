@@ -21,7 +21,7 @@ from conversations.models import Message
 from memory.models import MemoryUnit
 from tenants.models import EndUser
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 
 NFD_CAFE = unicodedata.normalize("NFD", "Café Zürich")
 NFC_CAFE = unicodedata.normalize("NFC", "Café Zürich")

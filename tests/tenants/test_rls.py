@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from chat.sessions import do_open_session
 from tenants.rls import operator_scope, tenant_db_scope, tenant_scope
 from tenants.scoping import UnscopedQueryError
+from tests.factories import open_session_obj
 
 
 def _raw_count(table: str) -> int:
@@ -18,11 +18,9 @@ def _raw_count(table: str) -> int:
 
 def _open_sessions(acme, globex) -> None:
     """Two sessions of acme and one of globex."""
-    with tenant_scope(acme.tenant):
-        do_open_session(acme.tenant, "alice", {})
-        do_open_session(acme.tenant, "bob", {})
-    with tenant_scope(globex.tenant):
-        do_open_session(globex.tenant, "alice", {})
+    open_session_obj(acme, "alice")
+    open_session_obj(acme, "bob")
+    open_session_obj(globex, "alice")
 
 
 @pytest.fixture
@@ -173,8 +171,7 @@ def test_a_scope_on_an_idle_connection_begins_and_sets_its_tenant_in_one_stateme
 def test_a_failed_scope_on_an_idle_connection_leaves_nothing_set(acme):
     from django.db import DatabaseError
 
-    with tenant_scope(acme.tenant):
-        do_open_session(acme.tenant, "alice", {})
+    open_session_obj(acme, "alice")
     # when a statement fails inside the scope
     with pytest.raises(DatabaseError), tenant_scope(acme.tenant), connection.cursor() as cursor:
         cursor.execute("SELECT 1/0")

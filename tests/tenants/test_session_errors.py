@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from conversations.models import ChatSession
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 
 
 def test_open_session_returns_contract_fields(acme):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.conftest import open_session
+from tests.factories import open_session
 from tests.tools.backend import Answer
 from tests.tools.conftest import register
 

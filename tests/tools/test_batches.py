@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 from tests.tools.backend import Answer
 from tests.tools.conftest import register
 

@@ -17,8 +17,8 @@ from django.test import Client
 
 from chat import tools as tools_mod
 from tenants import signing
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import open_session
 from tests.tools.backend import Recorded
 from tests.tools.conftest import register
 

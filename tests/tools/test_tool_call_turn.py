@@ -11,8 +11,8 @@ import pytest
 
 from conversations.models import Message
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import open_session
 from tests.tools.backend import Answer
 from tests.tools.conftest import register
 

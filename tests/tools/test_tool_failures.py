@@ -8,8 +8,8 @@ import json
 import pytest
 
 from chat.metrics import TOOL_CALLS
-from tests.conftest import open_session
-from tests.fake_ollama import Reply
+from testkit.fake_ollama import Reply
+from tests.factories import open_session
 from tests.tools.backend import Answer
 from tests.tools.conftest import register
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from tenants.rls import tenant_scope
-from tests.conftest import open_session
+from tests.factories import open_session
 from tests.tools.conftest import register
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ the server notices when a client goes away mid-stream, so a test can assert
 that generation stopped.
 
 Use it as a context manager (``with FakeOllama() as fake: …``) or through the
-``fake_ollama`` fixture in ``tests/chat/conftest.py``.
+``fake_ollama`` fixture in ``tests/conftest.py``.
 """
 
 from __future__ import annotations
