@@ -3,10 +3,10 @@
 
 Usage: python3 bench/data/check_zh_cs_memory.py [path/to/zh_cs_memory.json]
 
-Checks the schema, that every session alternates user/assistant starting with the user and ending with the
-assistant, that ids are unique, that every referenced turn exists (and belongs to the question's dialogue), that
-each answer (spaces removed) occurs in one of its answer turns (spaces removed) unless the question is multi_hop,
-that no turn is both an answer and a stale turn of the same question, and the minimum counts. Prints counts per
+Checks the schema, that every conversation (`sessions` in the JSON) alternates user/assistant starting with the user
+and ending with the assistant, that ids are unique, that every referenced turn exists (and belongs to the question's
+dialogue), that each answer (spaces removed) occurs in one of its answer turns (spaces removed) unless the question
+is multi_hop, that no turn is both an answer and a stale turn of the same question, and the minimum counts. Prints counts per
 kind. Exit status 0 when everything passes, 1 otherwise.
 """
 
@@ -78,22 +78,22 @@ def main(path):
             sid = s.get("id", "?")
             for key in ("id", "day", "turns"):
                 if key not in s:
-                    err(f"session {sid}: missing {key!r}")
-            claim(s.get("id"), f"session {sid}")
+                    err(f"conversation {sid}: missing {key!r}")
+            claim(s.get("id"), f"conversation {sid}")
             day = s.get("day")
             if not isinstance(day, int) or day < 0:
-                err(f"session {sid}: day must be a non-negative integer")
+                err(f"conversation {sid}: day must be a non-negative integer")
             else:
                 if si == 0 and day != 0:
-                    err(f"session {sid}: first session must have day 0")
+                    err(f"conversation {sid}: first conversation must have day 0")
                 if prev_day is not None and day <= prev_day:
-                    err(f"session {sid}: day {day} not after previous session's day {prev_day}")
+                    err(f"conversation {sid}: day {day} not after the previous conversation's day {prev_day}")
                 prev_day = day
             turns = s.get("turns") or []
             n_sessions += 1
             n_turns += len(turns)
             if not TURNS_RANGE[0] <= len(turns) <= TURNS_RANGE[1]:
-                err(f"session {sid}: {len(turns)} turns, expected {TURNS_RANGE[0]}-{TURNS_RANGE[1]}")
+                err(f"conversation {sid}: {len(turns)} turns, expected {TURNS_RANGE[0]}-{TURNS_RANGE[1]}")
             for ti, t in enumerate(turns):
                 tid = t.get("id", "?")
                 for key in ("id", "role", "text"):
@@ -112,7 +112,7 @@ def main(path):
                         err(f"turn {tid}: looks like a secret ({pat.pattern})")
                 turns_by_id[t.get("id")] = text
             if turns and turns[-1].get("role") != "assistant":
-                err(f"session {sid}: must end with an assistant turn")
+                err(f"conversation {sid}: must end with an assistant turn")
 
         questions = d.get("questions") or []
         if len(questions) < MIN_QUESTIONS_PER_DIALOGUE:
