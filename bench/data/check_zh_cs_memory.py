@@ -6,8 +6,8 @@ Usage: python3 bench/data/check_zh_cs_memory.py [path/to/zh_cs_memory.json]
 Checks the schema, that every conversation (`sessions` in the JSON) alternates user/assistant starting with the user
 and ending with the assistant, that ids are unique, that every referenced turn exists (and belongs to the question's
 dialogue), that each answer (spaces removed) occurs in one of its answer turns (spaces removed) unless the question
-is multi_hop, that no turn is both an answer and a stale turn of the same question, and the minimum counts. Prints counts per
-kind. Exit status 0 when everything passes, 1 otherwise.
+is multi_hop, that no turn is both an answer and a stale turn of the same question, and the minimum counts. Prints
+counts per kind. Exit status 0 when everything passes, 1 otherwise.
 """
 
 import collections
