@@ -70,6 +70,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -298,6 +299,40 @@ class Stats:
     overlapped: set[int] = field(default_factory=set)  # turns that had another in flight at some moment
 
 
+async def _due_turns(turns: int, pacing: Pacing | None, rng: random.Random, clock: Clock | None) -> AsyncIterator[int]:
+    """The session's turn numbers, each when it is due: at once (closed), or a think time after the previous
+    reply until ``clock.until`` (paced)."""
+    for turn in range(turns if pacing is None else 10**9):
+        if pacing is not None:
+            due = time.perf_counter() + pacing.think(rng)
+            if clock is None or due >= clock.until:
+                return
+            await asyncio.sleep(due - time.perf_counter())
+        yield turn
+
+
+def _start_turn(stats: Stats, n: int, turn: int, marker: str) -> tuple[str, float, int]:
+    """The turn's text, its send time and its id, counted as in flight."""
+    text = f"我的订单号是 {marker}，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
+    sent = time.perf_counter()
+    stats.first_sent = min(stats.first_sent, sent)
+    turn_id = n * 1_000_000 + turn
+    stats.running.add(turn_id)
+    if len(stats.running) > 1:
+        stats.overlapped.update(stats.running)
+    return text, sent, turn_id
+
+
+def _record_done(stats: Stats, turn: int, turn_id: int, sent: float, now: float, in_flight: int) -> None:
+    ms = (now - sent) * 1000
+    stats.turn_ms.append(ms)
+    stats.timeline.append((sent, ms, turn, in_flight))
+    (stats.first_turn_ms if turn == 0 else stats.later_turn_ms).append(ms)
+    if turn_id not in stats.overlapped:
+        stats.alone_turn_ms.append(ms)
+    stats.last_done = max(stats.last_done, now)
+
+
 async def one_session(
     base: str, key: str, n: int, turns: int, stats: Stats, opening: asyncio.Semaphore,
     pacing: Pacing | None = None, seed: int = 0, ready: asyncio.Barrier | None = None,
@@ -340,19 +375,8 @@ async def one_session(
             await arrive()
             if clock is not None:
                 await clock.go.wait()
-            for turn in range(turns if pacing is None else 10**9):
-                if pacing is not None:
-                    due = time.perf_counter() + pacing.think(rng)
-                    if clock is None or due >= clock.until:
-                        break
-                    await asyncio.sleep(due - time.perf_counter())
-                text = f"我的订单号是 {marker}，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
-                sent = time.perf_counter()
-                stats.first_sent = min(stats.first_sent, sent)
-                turn_id = n * 1_000_000 + turn
-                stats.running.add(turn_id)
-                if len(stats.running) > 1:
-                    stats.overlapped.update(stats.running)
+            async for turn in _due_turns(turns, pacing, rng, clock):
+                text, sent, turn_id = _start_turn(stats, n, turn, marker)
                 await ws.send(json.dumps({"type": "message", "text": text, "client_msg_id": f"{n}-{turn}"}))
                 ack_at = first_delta = None
                 while True:
@@ -363,14 +387,9 @@ async def one_session(
                     elif frame["type"] == "delta" and first_delta is None:
                         first_delta = now
                     elif frame["type"] == "done":
-                        stats.turn_ms.append((now - sent) * 1000)
-                        stats.timeline.append((sent, (now - sent) * 1000, turn, len(stats.running)))
-                        (stats.first_turn_ms if turn == 0 else stats.later_turn_ms).append((now - sent) * 1000)
-                        if turn_id not in stats.overlapped:
-                            stats.alone_turn_ms.append((now - sent) * 1000)
+                        _record_done(stats, turn, turn_id, sent, now, len(stats.running))
                         stats.ack_ms.append((ack_at - sent) * 1000)
                         stats.ack_to_first_delta_ms.append((first_delta - ack_at) * 1000)
-                        stats.last_done = max(stats.last_done, now)
                         break
                     elif frame["type"] == "error":
                         stats.errors.append(frame)
@@ -393,19 +412,8 @@ async def _rest_session(
             await arrive()
             if clock is not None:
                 await clock.go.wait()
-            for turn in range(turns if pacing is None else 10**9):
-                if pacing is not None:
-                    due = time.perf_counter() + pacing.think(rng)
-                    if clock is None or due >= clock.until:
-                        break
-                    await asyncio.sleep(due - time.perf_counter())
-                text = f"我的订单号是 {marker}，第{turn}轮" if turn == 0 else f"帮我查一下订单进度（第{turn}轮）"
-                sent = time.perf_counter()
-                stats.first_sent = min(stats.first_sent, sent)
-                turn_id = n * 1_000_000 + turn
-                stats.running.add(turn_id)
-                if len(stats.running) > 1:
-                    stats.overlapped.update(stats.running)
+            async for turn in _due_turns(turns, pacing, rng, clock):
+                text, sent, turn_id = _start_turn(stats, n, turn, marker)
                 response = await http.post(
                     f"/api/v1/sessions/{session_id}/messages", json={"text": text, "client_msg_id": f"{n}-{turn}"}
                 )
@@ -414,12 +422,7 @@ async def _rest_session(
                 if response.status_code != 200:
                     stats.errors.append({"code": f"http_{response.status_code}", "message": response.text[:200]})
                     continue
-                stats.turn_ms.append((now - sent) * 1000)
-                stats.timeline.append((sent, (now - sent) * 1000, turn, len(stats.running) + 1))
-                (stats.first_turn_ms if turn == 0 else stats.later_turn_ms).append((now - sent) * 1000)
-                if turn_id not in stats.overlapped:
-                    stats.alone_turn_ms.append((now - sent) * 1000)
-                stats.last_done = max(stats.last_done, now)
+                _record_done(stats, turn, turn_id, sent, now, len(stats.running) + 1)
     except Exception as exc:  # noqa: BLE001 - a load test counts every failure
         stats.errors.append({"code": type(exc).__name__, "message": str(exc)[:200]})
     await arrive()

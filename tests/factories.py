@@ -13,11 +13,15 @@ The fixtures in ``tests/conftest.py`` (``acme``, ``globex``) and ``tests/memory/
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from rest_framework.test import APIClient
 
+from chat.finish import finish_turn
+from chat.messages import store_user_message
+from chat.prepare import prepare_turn
 from chat.sessions import do_open_session
 from conversations.models import ChatSession
 from memory import store
@@ -63,3 +67,16 @@ def write_memory(
     are its keyword arguments (``key``, ``expires_in``, ``now``, ``embedding``, ``context``, …). Returns the
     memory stored (the replaced or refreshed one when the key or content already existed)."""
     return store.do_write_memory(ctx.tenant, session, type=type, content=content, **fields).memory
+
+
+#: The model's context size the in-process turn steps are prepared for.
+CONTEXT = 32768
+
+
+def turn_steps(ctx: TenantCtx, session: ChatSession, text: str, reply: str) -> Any:
+    """A chat turn run step by step in this thread (store, prepare, finish), the model's reply given: for tests
+    of what a turn stores and feeds back, without a model or an event loop. Returns the prepared turn."""
+    message, _ = store_user_message(ctx.tenant, session, text, None)
+    prepared = prepare_turn(ctx.tenant, session, message, CONTEXT)
+    finish_turn(ctx.tenant, session, message, str(uuid.uuid4()), reply, prepared, {})
+    return prepared

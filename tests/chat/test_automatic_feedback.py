@@ -12,24 +12,12 @@ import uuid
 
 import pytest
 
-from chat.finish import finish_turn
-from chat.messages import store_user_message
-from chat.prepare import prepare_turn
 from conversations.access import resolve_session
 from memory import feedback, store
 from memory.models import MemoryEvent, MemoryUnit
 from memory.recall import recall
 from tenants.rls import tenant_scope
-from tests.factories import open_session
-
-CONTEXT = 32768
-
-
-def _turn(ctx, session, text, reply):
-    message, _ = store_user_message(ctx.tenant, session, text, None)
-    prepared = prepare_turn(ctx.tenant, session, message, CONTEXT)
-    finish_turn(ctx.tenant, session, message, str(uuid.uuid4()), reply, prepared, {})
-    return prepared
+from tests.factories import open_session, turn_steps
 
 
 def _scores(ctx):
@@ -75,7 +63,7 @@ def test_a_recalled_memory_the_reply_does_not_use_loses_0_3_when_the_tenant_turn
     _auto_ignore(acme, True)
     before = _scores(acme)
     # when
-    prepared = _turn(acme, session, "我的订单到哪了", "您的订单 ABC123 已发货。")
+    prepared = turn_steps(acme, session, "我的订单到哪了", "您的订单 ABC123 已发货。")
     # then
     after = _scores(acme)
     recalled = {uuid.UUID(i) for i in prepared.recalled}
@@ -98,7 +86,7 @@ def test_ignored_is_off_by_default_and_used_still_counts(acme, session, memories
     # given
     before = _scores(acme)
     # when
-    prepared = _turn(acme, session, "我的订单到哪了", "您的订单 ABC123 已发货。")
+    prepared = turn_steps(acme, session, "我的订单到哪了", "您的订单 ABC123 已发货。")
     # then
     after = _scores(acme)
     order = memories["order_id"]
@@ -116,7 +104,7 @@ def test_ignored_stops_at_the_floor(acme, session, memories):
     _auto_ignore(acme, True)
     # when four replies in a row leave the phone unused
     for _ in range(4):
-        _turn(acme, session, "我的手机号是多少", "请稍等。")
+        turn_steps(acme, session, "我的手机号是多少", "请稍等。")
     # then
     assert _scores(acme)[memories["phone"].pk] == pytest.approx(0.1)
 

@@ -5,29 +5,16 @@ when many messages have come since)."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from chat.finish import finish_turn
-from chat.messages import store_user_message
-from chat.prepare import SUMMARY_MESSAGES, prepare_turn
+from chat.prepare import SUMMARY_MESSAGES
 from conversations.access import resolve_session
 from conversations.models import Message
 from memory.models import MemoryEvent, MemoryUnit
 from tenants.rls import tenant_scope
-from tests.factories import open_session
+from tests.factories import open_session, turn_steps
 
 pytestmark = pytest.mark.django_db
-
-CONTEXT = 32768
-
-
-def _turn(ctx, session, text, reply):
-    message, _ = store_user_message(ctx.tenant, session, text, None)
-    prepared = prepare_turn(ctx.tenant, session, message, CONTEXT)
-    finish_turn(ctx.tenant, session, message, str(uuid.uuid4()), reply, prepared, {})
-    return prepared
 
 
 def _confirmations(ctx):
@@ -49,7 +36,7 @@ def session(acme):
 @pytest.fixture
 def phone_used(acme, session):
     """A first turn whose reply repeats (uses) the phone number the user gave."""
-    _turn(acme, session, "我的手机号是 13912345678", "好的，已记录您的手机号 13912345678。")
+    turn_steps(acme, session, "我的手机号是 13912345678", "好的，已记录您的手机号 13912345678。")
     with tenant_scope(acme.tenant):
         reply = Message.objects.for_tenant(acme.tenant).get(session=session, role=Message.Role.ASSISTANT)
         phone = MemoryUnit.objects.for_tenant(acme.tenant).get(key="phone", superseded_at__isnull=True)
@@ -59,7 +46,7 @@ def phone_used(acme, session):
 
 def test_a_confirmation_confirms_what_the_previous_reply_used(acme, session, phone_used):
     # when
-    _turn(acme, session, "对的", "好的。")
+    turn_steps(acme, session, "对的", "好的。")
     # then
     assert _confirmations(acme) == ["phone"]
 
@@ -73,20 +60,20 @@ def test_the_previous_reply_is_found_beyond_the_recent_messages(acme, session, p
             for i in range(SUMMARY_MESSAGES + 5)
         )
     # when
-    _turn(acme, session, "对的", "好的。")
+    turn_steps(acme, session, "对的", "好的。")
     # then
     assert _confirmations(acme) == ["phone"]
 
 
 def test_a_message_that_neither_confirms_nor_corrects_gives_no_feedback(acme, session, phone_used):
-    _turn(acme, session, "运费怎么算", "运费十元。")
+    turn_steps(acme, session, "运费怎么算", "运费十元。")
     assert _confirmations(acme) == []
 
 
 def test_a_turn_indexes_the_agents_question_with_the_users_answer(acme, session):
     # given the agent asked for an e-mail address and the user answered with the address alone
-    _turn(acme, session, "你好", "请问您的联系邮箱是什么？")
-    _turn(acme, session, "zhang.wei@example.com", "好的，已记录。")
+    turn_steps(acme, session, "你好", "请问您的联系邮箱是什么？")
+    turn_steps(acme, session, "zhang.wei@example.com", "好的，已记录。")
     # then the e-mail memory carries the question (the runtime passes the previous message) as context
     with tenant_scope(acme.tenant):
         email = MemoryUnit.objects.for_tenant(acme.tenant).get(key="email", superseded_at__isnull=True)
@@ -95,13 +82,13 @@ def test_a_turn_indexes_the_agents_question_with_the_users_answer(acme, session)
 
 def test_a_reply_that_repeats_a_recalled_memory_raises_it_and_audits_it_and_leaves_the_rest(acme, session):
     # given two memories the next turn recalls
-    _turn(acme, session, "我叫张伟，手机号是 13912345678", "好的。")
+    turn_steps(acme, session, "我叫张伟，手机号是 13912345678", "好的。")
     with tenant_scope(acme.tenant):
         before = dict(MemoryUnit.objects.for_tenant(acme.tenant).values_list("key", "relevance_score"))
     assert {"name", "phone"} <= set(before)
 
     # when the reply repeats the phone number only
-    prepared = _turn(acme, session, "帮我查一下我的手机号和名字", "您的手机号是 13912345678。")
+    prepared = turn_steps(acme, session, "帮我查一下我的手机号和名字", "您的手机号是 13912345678。")
 
     # then the phone is used (+0.1, use_count 1, one "use" event naming the reply); the name is untouched
     with tenant_scope(acme.tenant):
