@@ -119,3 +119,30 @@ class Message(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.text[:40]}"
+
+
+class StaffAccess(TenantOwned):
+    """A staff member read an end user's data (a conversation, their memories): who, what, when. Owners list these
+    to answer "who looked at my data". Goes with the end user on erasure."""
+
+    class What(models.TextChoices):
+        CONVERSATION = "conversation"
+        MEMORIES = "memories"
+        MEMORY = "memory"
+        EXPORT = "export"
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(ChatSession, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    what = models.CharField(max_length=12, choices=What.choices)
+    path = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta(TenantOwned.Meta):
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "created_at"], name="staff_access_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.user} read {self.what} at {self.created_at:%Y-%m-%d %H:%M:%S}"

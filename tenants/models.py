@@ -140,9 +140,48 @@ class EndUser(TenantOwned):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="end_users")
     external_id = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    memory_enabled = models.BooleanField(
+        default=True,
+        help_text=(
+            'The end user\'s own switch (tenant setting end_user_memory = "end_user_choice"): when off, nothing '
+            "new is remembered about them and recall returns nothing."
+        ),
+    )
 
     class Meta(TenantOwned.Meta):
         constraints = [models.UniqueConstraint(fields=["tenant", "external_id"], name="uniq_end_user")]
 
     def __str__(self) -> str:
         return self.external_id
+
+
+def end_user_digest(tenant: Tenant, external_id: str) -> str:
+    """A keyed, one-way digest of a tenant's id for an end user: lets the erasure record answer "was this person
+    erased, when, by whom" without keeping the id itself."""
+    plain = f"{tenant.pk}:{external_id}"
+    return hmac.new(settings.SECRET_KEY.encode(), plain.encode(), hashlib.sha256).hexdigest()
+
+
+class Erasure(TenantOwned):
+    """Tombstone of an end user's erasure: who asked, when, and how many rows of each kind went. No content and no
+    id in clear: ``end_user_digest`` is :func:`end_user_digest` of the tenant's id for them."""
+
+    class Actor(models.TextChoices):
+        TENANT_API = "tenant_api"
+        STAFF = "staff"
+        OPERATOR = "operator"
+        RETENTION = "retention"
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    end_user_digest = models.CharField(max_length=64, db_index=True)
+    actor = models.CharField(max_length=12, choices=Actor.choices)
+    actor_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    counts = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta(TenantOwned.Meta):
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"erasure by {self.actor} at {self.created_at:%Y-%m-%d %H:%M:%S}"
