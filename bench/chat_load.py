@@ -63,6 +63,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -111,7 +112,11 @@ def start_server(
     db_pool: int | None = None,
     redis_url: str | None = None,
     ws_deflate: bool = False,
+    memory_writer: str = "worker",
 ) -> tuple[subprocess.Popen, str]:
+    """memdesk as deployed: uvicorn and, with ``memory_writer`` "worker" (the product's default), the
+    background worker that writes each turn's conversation memory. The worker runs as a child of the
+    uvicorn process, so the server's CPU (``server_cpu_s``) counts it."""
     port = _free_port()
     env = {
         **os.environ,
@@ -120,6 +125,7 @@ def start_server(
         "OLLAMA_TIMEOUT_S": "30",
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "MEMDESK_MEMORY_WRITER": memory_writer,
     }
     # Every worker's metrics in one /metrics (prometheus_client's multiprocess mode, as deployed), for the
     # server's own view of each turn (turn_histograms); a fresh directory per server.
@@ -139,6 +145,9 @@ def start_server(
     if workers > 1:
         command += ["--workers", str(workers)]
     command += ["--ws-per-message-deflate", "true" if ws_deflate else "false"]
+    if memory_writer == "worker":
+        worker = shlex.join([sys.executable, "manage.py", "run_worker", "--poll", "1"])
+        command = ["sh", "-c", f"{worker} >/dev/null & exec {shlex.join(command)}"]
     # A session of its own, so stop_server can end the workers with it.
     proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, start_new_session=True)
     proc.metrics_dir = env["PROMETHEUS_MULTIPROC_DIR"]  # type: ignore[attr-defined]  # stop_server removes it
@@ -157,9 +166,9 @@ def start_server(
 
 
 def stop_server(proc: subprocess.Popen) -> None:
-    """SIGTERM, and after 30 s SIGKILL for the server's whole process group
-    (uvicorn's workers included)."""
-    proc.terminate()
+    """SIGTERM, and after 30 s SIGKILL, for the server's whole process group
+    (uvicorn's workers and the background worker included)."""
+    os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -663,6 +672,10 @@ def main() -> None:
     parser.add_argument("--think-s", type=float, default=15.0, help="mean think time of the paced mode")
     parser.add_argument("--think-dist", choices=["exp", "uniform"], default="exp")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--memory-writer", choices=["worker", "inline"], default="worker",
+        help="who writes each turn's conversation memory (MEMDESK_MEMORY_WRITER); worker: run_worker beside the server",
+    )  # fmt: skip
     parser.add_argument("--workers", type=int, default=4, help="uvicorn worker processes (the image runs 4)")
     parser.add_argument(
         "--db-pool", type=int, default=None, help="DB_POOL_MAX_SIZE per worker (0: no pool; default: the product's)"
@@ -704,7 +717,7 @@ def main() -> None:
     counts = [int(x) for x in args.sessions.split(",")]
     config = {
         "workers": args.workers, "db_pool": args.db_pool, "channel_layer": "redis" if redis_url else "in-memory",
-        "ws_deflate": args.ws_deflate,
+        "ws_deflate": args.ws_deflate, "memory_writer": args.memory_writer,
         "think_s": args.think_s, "think_dist": args.think_dist, "seed": args.seed, "turns": args.turns,
         "duration_s": args.duration_s, "reply_deltas": args.reply_deltas,
         "fake_ollama": "in-process" if args.fake_in_process else "own process",
@@ -726,6 +739,7 @@ def main() -> None:
             db_pool=args.db_pool,
             redis_url=redis_url,
             ws_deflate=args.ws_deflate,
+            memory_writer=args.memory_writer,
         )
         try:
             # Warm up every worker: model loads, jieba dictionaries, pooled connections.

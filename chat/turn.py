@@ -10,7 +10,9 @@ Following "One chat turn" in DESIGN.md, in named steps:
    tool calls (``chat.tool_calls``);
 4. ``_finish`` — the reply stored, the facts the agent stated extracted, feedback (``chat.finish``); then
    the caller's ``on_done``;
-5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units, the periodic health check.
+5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units when the web process
+   writes them (``MEMORY_WRITER`` "inline"; by default step 4 queued them for the worker), the periodic
+   health check.
 
 Each database step is its own short transaction (``config.db.sql.unit_of_work``
 units of work); nothing is held open while the model generates. If the model
@@ -28,6 +30,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from django.conf import settings
 
 from chat import messages, metrics
 from chat.finish import finish_turn
@@ -365,15 +369,18 @@ async def _answer(
 async def _after_reply(
     tenant: Tenant, session: ChatSession, message: Message, reply: Message, previous_text: str
 ) -> None:
-    """Step 5, once the reply is out: the turn's messages become conversation memory, then (at most once a
-    minute per process) the tenant's health check. Failures are logged; the turn has succeeded."""
-    # A failure (or a process that dies here) leaves the messages unmarked, and the worker's sweep
+    """Step 5, once the reply is out: with ``MEMORY_WRITER`` "inline", the turn's messages become conversation
+    memory; then (at most once a minute per process) the tenant's health check. Failures are logged; the
+    turn has succeeded."""
+    # With MEMORY_WRITER "worker" (the default) finish_turn queued the units for the background worker. A
+    # failure (or a process that dies here) leaves the messages unmarked, and the worker's sweep
     # (memory.conversation.index_pending) writes them.
-    try:
-        index = unit_of_work(index_messages)
-        await _timed("index", index(tenant, session, [message, reply], previous_text=previous_text))
-    except Exception:
-        logger.exception("indexing the messages of turn %s failed; the worker's sweep retries", message.pk)
+    if settings.MEMORY_WRITER == "inline":
+        try:
+            index = unit_of_work(index_messages)
+            await _timed("index", index(tenant, session, [message, reply], previous_text=previous_text))
+        except Exception:
+            logger.exception("indexing the messages of turn %s failed; the worker's sweep retries", message.pk)
     if check_due(tenant):
         try:
             await unit_of_work(check_after_turn)(tenant)

@@ -27,6 +27,12 @@ OLLAMA_TIMEOUT_S = envfloat("OLLAMA_TIMEOUT_S", 60.0, minimum=0.1)
 # Ollama-assisted fact extraction for every tenant (memory/llm_extraction.py); a tenant's
 # settings["llm_extraction"] overrides it either way.
 MEMDESK_LLM_EXTRACTION = envbool("MEMDESK_LLM_EXTRACTION", False)
+# Who writes a turn's conversation units (memory/conversation.py): "worker" queues a job, in the transaction
+# that stores the reply, for the background worker (manage.py run_worker); "inline" writes them in the web
+# process once the reply is out (installations without a worker).
+MEMORY_WRITER = envstr("MEMDESK_MEMORY_WRITER", "worker")
+if MEMORY_WRITER not in ("worker", "inline"):
+    raise ImproperlyConfigured(f"MEMDESK_MEMORY_WRITER must be 'worker' or 'inline', got {MEMORY_WRITER!r}")
 
 
 def _secret_key() -> str:

@@ -293,20 +293,41 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
     for message in rows:
         by_session.setdefault(message.session_id, []).append(message)
     for batch in by_session.values():
-        session = batch[0].session
-        with tenant_scope(tenant):
-            previous = (
-                Message.objects.for_tenant(tenant)
-                .filter(session=session, seq__lt=batch[0].seq)
-                .exclude(role=Message.Role.TOOL)
-                .order_by("-seq")
-                .values_list("text", flat=True)
-                .first()
-            )
         try:
-            index_messages(tenant, session, batch, previous_text=previous or "")
+            index_messages(tenant, batch[0].session, batch, previous_text=_text_before(tenant, batch[0]))
         except Exception:  # one session's failure must not stop the others; the next sweep retries it
-            logger.exception("indexing %d message(s) of session %s failed", len(batch), session.pk)
+            logger.exception("indexing %d message(s) of session %s failed", len(batch), batch[0].session_id)
             continue
         done += len(batch)
     return done
+
+
+def _text_before(tenant: Tenant, message: Message) -> str:
+    """The text of the message before ``message`` in its session (tool results aside): its units' lexical
+    context."""
+    with tenant_scope(tenant):
+        previous = (
+            Message.objects.for_tenant(tenant)
+            .filter(session_id=message.session_id, seq__lt=message.seq)
+            .exclude(role=Message.Role.TOOL)
+            .order_by("-seq")
+            .values_list("text", flat=True)
+            .first()
+        )
+    return previous or ""
+
+
+def index_turn(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> int:
+    """The background worker's half of a turn (``memory.tasks.index_turn_task``): write the conversation
+    units of the turn's messages, named by id. Messages already indexed (by the sweep, or a job run twice)
+    or gone (erased, kept no longer) are skipped. Returns how many units were written or refreshed."""
+    with tenant_scope(tenant):
+        messages = list(
+            Message.objects.for_tenant(tenant)
+            .filter(session_id=session_id, pk__in=list(message_ids), memory_indexed_at__isnull=True)
+            .select_related("session")
+            .order_by("seq")
+        )
+    if not messages:
+        return 0
+    return index_messages(tenant, messages[0].session, messages, previous_text=_text_before(tenant, messages[0]))

@@ -1,8 +1,11 @@
-"""Memory's periodic job (procrastinate; found by its Django app's autodiscovery of ``tasks`` modules and run
-by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
+"""Memory's background jobs (procrastinate; found by its Django app's autodiscovery of ``tasks`` modules and
+run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
 
-Every minute the worker computes each tenant's memory health, stores the figures that ``GET /metrics``
-serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
+* Every minute the worker computes each tenant's memory health, stores the figures that ``GET /metrics``
+  serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
+* After each chat turn, the turn's conversation units (``memory.conversation.index_turn``): the chat
+  runtime queues :data:`INDEX_TURN` in the transaction that stores the reply, so the web process serving
+  the next turns never spends its CPU on them (``MEMORY_WRITER``, docs/memory.md).
 """
 
 from __future__ import annotations
@@ -10,10 +13,13 @@ from __future__ import annotations
 from django.db import connections
 from procrastinate.contrib.django import app
 
+from memory.conversation import index_turn
 from memory.health import refresh_all
+from tenants.models import Tenant
 
 HEALTH_QUEUE = "memory"
 REFRESH_HEALTH = "memory.refresh_health"
+INDEX_TURN = "memory.index_turn"
 
 
 # ``queueing_lock``: a run still waiting is not queued twice (a slow run never piles up jobs behind it);
@@ -26,4 +32,18 @@ def refresh_health_task(timestamp: int) -> dict[str, str]:
         return {health.tenant: health.status for health in refresh_all()}
     finally:
         # Sync jobs run on a pool thread of their own; leave no connection behind.
+        connections.close_all()
+
+
+# No lock: turns of different sessions index in parallel, and two jobs for the same messages cannot both
+# write them (``index_messages`` marks the rows first, in its transaction). A failed job is not retried:
+# its messages stay unmarked and the worker's sweep (``manage.py index_messages``) writes them.
+@app.task(name=INDEX_TURN, queue=HEALTH_QUEUE)
+def index_turn_task(tenant_id: str, session_id: str, message_ids: list[str]) -> int:
+    try:
+        tenant = Tenant.objects.filter(pk=tenant_id).first()
+        if tenant is None:  # deleted since the turn
+            return 0
+        return index_turn(tenant, session_id, message_ids)
+    finally:
         connections.close_all()

@@ -81,6 +81,14 @@ def fake_ollama(settings: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
+def _memory_written_in_the_turn(settings: Any) -> None:
+    """Tests read a turn's conversation memory right after the turn, so the web process writes it
+    (``MEMORY_WRITER`` "inline"). The product's default, the background worker, is tested end to end in
+    tests/memory/test_memory_writer_worker.py with a real ``manage.py run_worker``."""
+    settings.MEMORY_WRITER = "inline"
+
+
+@pytest.fixture(autouse=True)
 def _close_worker_thread_connections() -> Iterator[None]:
     """database_sync_to_async runs ORM work on asgiref's shared worker thread;
     close that thread's connection after each test so the test database can
