@@ -22,6 +22,7 @@ live in different spaces: never compare a query of one with memories of another.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import threading
@@ -33,6 +34,10 @@ from typing import Any
 import numpy as np
 
 from memory.models import EMBEDDING_DIM
+
+#: Query embeddings kept per process (``embed_one``): a few hundred 1.5 KiB vectors, enough for the turns in
+#: flight and a question asked again.
+QUERY_CACHE_SIZE = 512
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -430,4 +435,15 @@ def embed(
 
 
 def embed_one(text: str, *, model: str = DEFAULT_MODEL, kind: str = "passage") -> np.ndarray:
+    """One text's embedding. Queries come from a small per-process cache: a chat turn embeds the user's
+    message for recall and again for topic tracking (``memory.topic_freeze``) with the same model."""
+    if kind == "query":
+        return _query_vector(text, model)
     return embed([text], model=model, kind=kind)[0]
+
+
+@functools.lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _query_vector(text: str, model: str) -> np.ndarray:
+    vector = embed([text], model=model, kind="query")[0]
+    vector.flags.writeable = False  # shared by every caller that asks for the same query
+    return vector
