@@ -858,6 +858,10 @@ def main() -> None:
     fake = FakeModel(use_every=args.fake_uses_memory)
     with FakeOllama(default_reply=fake) as server:
         settings.OLLAMA_HOST = server.host  # what chat.llm.get_llm() would use too
+        # Each turn's conversation units are written by the turn itself ("inline"): the same
+        # memory.conversation.index_messages the background worker runs by default, without a second process
+        # to wait for before the questions.
+        settings.MEMORY_WRITER = "inline"
         clear_context_cache()
         # A few turns of a tenant of their own first, left out of every figure: the first turn of a process
         # loads the tokenizer, jieba and the encoders (seconds).
