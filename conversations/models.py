@@ -27,6 +27,11 @@ class ChatSession(TenantOwned):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
 
+    class State(models.TextChoices):
+        AI = "ai", "The AI answers"
+        WAITING_FOR_HUMAN = "waiting_for_human", "Waiting for a person"
+        WITH_HUMAN = "with_human", "A person answers"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="sessions")
@@ -48,10 +53,27 @@ class ChatSession(TenantOwned):
     amnesia_alerted = models.BooleanField(
         default=False, help_text="An amnesia alert fired during the current empty-recall streak."
     )
+    #: Who answers (API.md § Handoff to a person): the AI, nobody yet (waiting in the staff queue), or a
+    #: staff member (``assigned_to``). A closed session is ``status`` closed, whatever its state was.
+    state = models.CharField(max_length=20, choices=State.choices, default=State.AI, db_default=State.AI)
+    handoff_trigger = models.CharField(max_length=20, blank=True, default="", db_default="")
+    handoff_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
+    handoff_at = models.DateTimeField(null=True, blank=True)
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    #: A staff member has answered in this session at least once (a rating's ``handled_by``).
+    staff_involved = models.BooleanField(default=False, db_default=False)
 
     class Meta(TenantOwned.Meta):
         db_table = "chat_chatsession"
-        indexes = [models.Index(fields=["tenant", "end_user", "-created_at"], name="session_by_user")]
+        indexes = [
+            models.Index(fields=["tenant", "end_user", "-created_at"], name="session_by_user"),
+            # The staff queue: a tenant's sessions waiting for a person, oldest first.
+            models.Index(
+                fields=["tenant", "handoff_at"], name="session_waiting", condition=models.Q(state="waiting_for_human")
+            ),
+        ]
 
     def __str__(self) -> str:
         return str(self.id)
@@ -70,6 +92,7 @@ class Message(TenantOwned):
         USER = "user", "User"
         ASSISTANT = "assistant", "Assistant"
         TOOL = "tool", "Tool"
+        STAFF = "staff", "Staff"
 
     class Status(models.TextChoices):
         COMPLETE = "complete", "Complete"
@@ -94,6 +117,10 @@ class Message(TenantOwned):
     #: retry with that id meanwhile waits for the turn's reply instead of calling the model a second time.
     #: The running turn renews it; a turn that failed clears it, one whose process died lets it lapse.
     turn_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    #: The staff member who wrote a ``staff`` message.
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta(TenantOwned.Meta):
         db_table = "chat_message"
@@ -146,3 +173,32 @@ class StaffAccess(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.user} read {self.what} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class SessionRating(TenantOwned):
+    """The end user's satisfaction with a conversation (API.md: ``POST …/rating``); a second rating replaces
+    the first. ``handled_by`` and ``staff`` say who answered: the AI, a staff member, or both."""
+
+    class HandledBy(models.TextChoices):
+        AI = "ai"
+        STAFF = "staff"
+        BOTH = "both"
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="rating")
+    score = models.PositiveSmallIntegerField()
+    comment = models.TextField(blank=True, default="")
+    handled_by = models.CharField(max_length=5, choices=HandledBy.choices)
+    staff = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta(TenantOwned.Meta):
+        ordering = ["-updated_at", "-id"]
+        constraints = [models.CheckConstraint(condition=models.Q(score__gte=1, score__lte=5), name="rating_score_1_5")]
+
+    def __str__(self) -> str:
+        return f"{self.score}/5 ({self.handled_by})"

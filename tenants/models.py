@@ -73,6 +73,8 @@ class Membership(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.AGENT)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    #: When the staff member's console last said they are online (handoff: "nobody online" after a wait).
+    last_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="uniq_membership")]
