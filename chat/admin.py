@@ -1,16 +1,21 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db.models import Avg, Count
+from django.http import HttpRequest
 
 from chat.models import Batch, Tool
-from conversations.models import ChatSession, Message
+from conversations.models import ChatSession, Message, SessionRating
+from conversations.staff_access import AuditedReadsAdmin, StaffRead, What
 from tenants.admin_base import TenantScopedAdmin
 
 
 class MessageInline(admin.TabularInline):
     model = Message
     extra = 0
-    fields = ("seq", "role", "text", "status", "created_at")
+    fields = ("seq", "role", "text", "status", "author", "created_at")
     readonly_fields = fields
     can_delete = False
     show_change_link = False
@@ -20,9 +25,13 @@ class MessageInline(admin.TabularInline):
 
 
 @admin.register(ChatSession)
-class ChatSessionAdmin(TenantScopedAdmin):
-    list_display = ("id", "tenant", "end_user", "status", "created_at", "last_activity_at", "expires_at")
-    list_filter = ("tenant", "status")
+class ChatSessionAdmin(AuditedReadsAdmin, TenantScopedAdmin):
+    """A session's page shows its conversation (the messages inline): opening it is recorded, as is a list of
+    sessions, once per end user on the page (``conversations.staff_access``)."""
+
+    read_what = list_read_what = What.CONVERSATION
+    list_display = ("id", "tenant", "end_user", "status", "state", "created_at", "last_activity_at", "expires_at")
+    list_filter = ("tenant", "status", "state")
     search_fields = ("id", "end_user__external_id")
     readonly_fields = ("id", "created_at")
     inlines = (MessageInline,)
@@ -53,4 +62,43 @@ class BatchAdmin(TenantScopedAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+
+@admin.register(SessionRating)
+class SessionRatingAdmin(AuditedReadsAdmin, TenantScopedAdmin):
+    """End users' ratings (chat.handoff.do_rate), per tenant and staff member: the list above the ratings sums
+    them up (count and average score by tenant, by who answered and by staff member) for the rows filtered.
+    Read-only: a rating is the end user's word. A comment is the end user's data, so reading it is recorded."""
+
+    read_what = list_read_what = What.CONVERSATION
+    list_display = ("session", "tenant", "score", "handled_by", "staff", "comment", "updated_at")
+    list_filter = ("tenant", "handled_by", "score")
+    search_fields = ("=session__id", "staff__username", "comment")
+    readonly_fields = ("tenant", "session", "score", "comment", "handled_by", "staff", "created_at", "updated_at")
+    change_list_template = "admin/conversations/sessionrating/change_list.html"
+
+    def staff_read(self, obj: Any, what: str) -> StaffRead:
+        return StaffRead(obj.tenant_id, obj.session.end_user_id, what, obj.session_id)
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return super().get_queryset(request).select_related("tenant", "session", "staff")
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        response = super().changelist_view(request, extra_context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if changelist is not None:
+            rows = (
+                changelist.queryset.order_by()
+                .values("tenant__slug", "handled_by", "staff__username")
+                .annotate(ratings=Count("id"), average=Avg("score"))
+                .order_by("tenant__slug", "handled_by", "staff__username")
+            )
+            response.context_data["rating_summary"] = list(rows)
+        return response
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

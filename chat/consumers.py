@@ -13,6 +13,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import ValidationError
 
 from chat import metrics
+from chat.handoff import state_frame
+from chat.handoff_frames import HandoffFrames
 from chat.messages import InvalidMessage, RateLimited, check_message, list_messages, serialize_message
 from chat.prompt import ContextOverflow
 from chat.turn import TurnFailed, TurnInProgress, TurnResult, run_turn
@@ -48,7 +50,7 @@ async def group_size(layer: Any, group: str) -> int | None:
     return None
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(HandoffFrames, AsyncWebsocketConsumer):
     """One browser tab in one session. A turn runs in its own task so pings
     are answered while the model streams; a disconnect cancels the turn,
     which stops generation and keeps the partial reply."""
@@ -77,6 +79,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         identity = self.scope["memdesk"]
         self.tenant = identity.tenant
         self.session = identity.session
+        self.handoff_state = self.session.state  # who answers (chat.handoff_frames); state frames update it
         # Every tab of one session joins its group, so a reply started in
         # one tab streams into all of them (across workers with Redis). It
         # joins before its socket opens: once a tab is connected, a turn
@@ -137,6 +140,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if frame["type"] == "history":
             await self.history(frame)
             return
+        if await self.handoff_frame(frame):  # handoff, typing, rating (chat.handoff_frames)
+            return
         if frame["type"] != "message":
             await self.error("bad_frame", f"unknown frame type {frame['type']!r}")
             return
@@ -153,7 +158,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def history(self, frame: dict[str, Any]) -> None:
         """Extension of API.md: ``{"type": "history", "before"?, "limit"?}``
-        → ``{"type": "history", "messages": [...], "has_more"}``, so a page
+        → ``{"type": "history", "messages": [...], "has_more", "state"}``, so a page
         that reconnects reloads what it missed with its session token."""
         limit = frame.get("limit", 50)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 200:
@@ -166,13 +171,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except (ApiError, ValueError, ValidationError):
             await self.error("bad_frame", "before must be the id of a message of this session")
             return
+        # "state": who answers now (chat.handoff_frames), so a page that (re)connects shows it
         await self.send_json(
-            {"type": "history", "messages": [serialize_message(m) for m in page], "has_more": has_more}
-        )
+            {"type": "history", "messages": [serialize_message(m) for m in page], "has_more": has_more,
+             "state": self.handoff_state}
+        )  # fmt: skip
 
     async def chat_frame(self, event: dict[str, Any]) -> None:
         """A frame of a turn started by another tab of this session."""
         if event.get("origin") != self.channel_name:
+            self.saw_frame(event["frame"])
             await self.send_json(event["frame"])
 
     async def broadcast(self, frame: dict[str, Any], *, last: bool = False) -> None:
@@ -252,7 +260,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
         try:
             try:
-                await run_turn(
+                result = await run_turn(
                     self.tenant, self.session, text, client_msg_id, on_ack=on_ack, on_delta=on_delta, on_done=on_done
                 )
             except RateLimited as exc:
@@ -281,6 +289,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     "internal_error", "Something went wrong on our side; please retry.", retryable=True
                 )
                 return
+            if result.deferred:  # a person has the conversation: stored and shown to staff, not answered here
+                frame = state_frame(result.state, result.position, leave_message=result.leave_message)
+                self.saw_frame(frame)
+                await self.broadcast(frame, last=True)
         finally:
             self.finishing.discard(asyncio.current_task())
             if not members.done():  # the turn ended before its ack (refused, or the socket went away)

@@ -52,6 +52,7 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory import store as memory_store
 from memory.compression import compress_tool_result
+from memory.consent import memory_enabled_for_session
 from memory.models import MAX_CONTENT, MemoryType
 from memory.redaction import PLACEHOLDER_RE, redact_obj
 from tenants.models import Tenant
@@ -272,7 +273,8 @@ def do_finish_tool_call(
                 "duration_ms": outcome.duration_ms, "round": round_no, "context_version": context.version,
             },
         )  # fmt: skip
-        if content is not None:
+        # Memory off for this end user (memory.consent): the answer stays in the execution context only.
+        if content is not None and memory_enabled_for_session(tenant, session):
             memory_store.do_write_memory(
                 tenant, session, type=MemoryType.TOOL_RESULT, content=content, key=f"tool:{name}",
                 data=memory_data(name, redacted), source_message=audit, source_role=Message.Role.TOOL,

@@ -17,7 +17,6 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from chat.messages import insert_message, session_locked
@@ -31,7 +30,7 @@ from memory.conversation import squash
 from memory.extraction import extract_and_store
 from memory.health import amnesia_phrase
 from memory.models import AmnesiaAlert, MemoryUnit
-from memory.tasks import index_turn_task
+from memory.tasks import queue_index
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -142,21 +141,8 @@ def finish_turn(
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply, previous_text=message.text)
         if settings.MEMORY_WRITER == "worker":
-            _queue_index(tenant, session, [message, reply])
+            queue_index(tenant, session.pk, [message.pk, reply.pk])
     return reply
-
-
-def _queue_index(tenant: Tenant, session: ChatSession, messages: list[Message]) -> None:
-    """Queue the turn's conversation units for the background worker, in the transaction that stores the
-    reply: the job exists exactly when the reply does. A job that cannot be queued fails alone (a savepoint);
-    its messages stay unmarked and the worker's sweep writes them."""
-    try:
-        with transaction.atomic():
-            index_turn_task.defer(
-                tenant_id=str(tenant.pk), session_id=str(session.pk), message_ids=[str(m.pk) for m in messages]
-            )
-    except DatabaseError:
-        logger.exception("queueing the memory of session %s failed; the worker's sweep writes it", session.pk)
 
 
 def _amnesia_check(reply_text: str, recall_empty: bool, current: dict[str, Any]) -> tuple[int, str | None]:

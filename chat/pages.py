@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from conversations.models import ChatSession
+from conversations.staff_access import StaffRead, What, record_request_reads
 from memory.fetch import scope_q, valid_q
 from memory.models import MemoryUnit
 from tenants.admin_base import member_tenant_ids
@@ -43,7 +44,8 @@ def widget_js(request: HttpRequest) -> HttpResponse:
 def live_sessions(request: HttpRequest) -> HttpResponse:
     """A tenant's open sessions with the memories each can recall now. The
     middleware's RLS scope already limits rows to the staff user's tenants;
-    the explicit filter says so in the ORM too."""
+    the explicit filter says so in the ORM too. Each session shown is a
+    recorded read of its end user's memories (``conversations.staff_access``)."""
     now = timezone.now()
     sessions = ChatSession.all_objects.filter(status=ChatSession.Status.OPEN, expires_at__gt=now)
     if not request.user.is_superuser:
@@ -56,4 +58,6 @@ def live_sessions(request: HttpRequest) -> HttpResponse:
             .order_by("type", "-relevance_score")[:30]
         )
         rows.append({"session": session, "memories": list(memories)})
+    shown = [row["session"] for row in rows]
+    record_request_reads(request, [StaffRead(s.tenant_id, s.end_user_id, What.MEMORIES, s.pk) for s in shown])
     return render(request, "chat/live_sessions.html", {"rows": rows})

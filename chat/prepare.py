@@ -19,6 +19,7 @@ from django.utils import timezone
 from chat import prompt as prompt_mod
 from chat import tools as tools_mod
 from chat.context import execution_context
+from chat.handoff_settings import builtin_tools
 from chat.llm import structured_answer
 from chat.models import ExecutionContext, Tool
 from chat.prepared import PreparedTurn
@@ -29,6 +30,7 @@ from conversations.access import SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message
 from memory import feedback as memory_feedback
 from memory import fetch as memory_fetch
+from memory.consent import memory_enabled_for_session
 from memory.extraction import extract_and_store
 from memory.masking import mask_text
 from memory.models import MemoryUnit
@@ -185,16 +187,18 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
                 "recalled": [h.memory.pk for h in result.hits],
             },
         )  # fmt: skip
-        # Secrets a user typed never travel on into later prompts (S6's red line).
+        # Secrets a user typed never travel on into later prompts (S6's red line). A staff member's replies
+        # (chat.handoff) are the agent's words to the model: what the person said and promised stays in view.
         turns = [
-            (m["role"], redact(m["text"]))
+            (Message.Role.ASSISTANT if m["role"] == Message.Role.STAFF else m["role"], redact(m["text"]))
             for m in state.history
-            if m["role"] in (Message.Role.USER, Message.Role.ASSISTANT)
+            if m["role"] in (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.STAFF)
         ]
         context = state.context or execution_context(tenant, session)  # for sessions opened before it was made at open
         parts = prompt_mod.PromptParts(
             role_text=tenant.agent_role,
-            anchor_facts=_anchor_facts(profile),
+            # Memory off for this end user (memory.consent): recall returns nothing, and the anchor shows nothing.
+            anchor_facts=_anchor_facts(profile) if memory_enabled_for_session(tenant, session) else [],
             execution_context=context.as_dict(),
             summary=summarize(turns, language=tenant.language) if turns else "",
             memories=[_memory_line(h.memory) for h in result.hits],
@@ -207,9 +211,10 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             missing_facts=_missing_facts(result),
         )
         tools = {t.name: t for t in Tool.objects.for_tenant(tenant).order_by("name")} if state.has_tools else {}
+        builtin = builtin_tools(tenant, tools)  # handoff_to_human, where the tenant turned it on
         built = prompt_mod.build_prompt(
             parts, context_size=context_size, reply_reserve=REPLY_RESERVE,
-            tools=tools_mod.ollama_tools(list(tools.values())) or None,
+            tools=[*tools_mod.ollama_tools(list(tools.values())), *builtin] or None,
         )  # fmt: skip
         rule_or_vector_empty = not result.hits
         return PreparedTurn(
@@ -223,6 +228,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             end_user_id=state.end_user_id,
             recalled_memories=[h.memory for h in result.hits],
             previous_text=before,
+            builtin_tools=builtin,
         )
 
 

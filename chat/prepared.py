@@ -32,6 +32,8 @@ class PreparedTurn:
     recalled_memories: list[MemoryUnit] | None = None
     #: The message before the user's (the lexical context of its conversation units).
     previous_text: str = ""
+    #: memdesk's own tools offered beside the tenant's (``chat.handoff_settings.builtin_tools``).
+    builtin_tools: list[dict[str, Any]] = field(default_factory=list)
 
     def tool_definitions(self) -> list[dict[str, Any]] | None:
-        return tools_mod.ollama_tools(list(self.tools.values())) or None
+        return [*tools_mod.ollama_tools(list(self.tools.values())), *self.builtin_tools] or None

@@ -37,6 +37,7 @@ class SessionOut(serializers.Serializer):
     status = serializers.CharField()
     turns = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+    state = serializers.ChoiceField(choices=["ai", "waiting_for_human", "with_human", "closed"])
 
 
 class MessageIn(serializers.Serializer):
@@ -56,6 +57,15 @@ class TurnOut(serializers.Serializer):
     recalled = serializers.ListField(child=serializers.UUIDField())
     needs_confirmation = serializers.BooleanField()
     usage = serializers.DictField(child=serializers.IntegerField())
+
+
+class DeferredTurnOut(serializers.Serializer):
+    """202: a person has the conversation (API.md "Handoff to a person"); the message is stored, not answered."""
+
+    message_id = serializers.UUIDField()
+    state = serializers.ChoiceField(choices=["waiting_for_human", "with_human"])
+    position = serializers.IntegerField(required=False)
+    leave_message = serializers.BooleanField(required=False)
 
 
 class MessageOut(serializers.Serializer):

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from chat import handoff_events as events
 from chat.models import ExecutionContext
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
@@ -63,6 +64,11 @@ def do_close_session(tenant: Tenant, session: ChatSession) -> ChatSession:
     )
     session.status = ChatSession.Status.CLOSED
     session.closed_at = now
+    # Its chat tabs offer the end user a rating; staff consoles drop it from the queue (chat.handoff_events).
+    events.after_commit(
+        chat=[(session.pk, {"type": "state", "state": "closed"})],
+        staff=[(tenant.pk, {"type": "session", "session": {"session_id": str(session.pk), "state": "closed"}})],
+    )
     return session
 
 
@@ -76,4 +82,6 @@ def describe_session(tenant: Tenant, session: ChatSession) -> dict[str, Any]:
         "status": status,
         "turns": count_turns(tenant, session),
         "created_at": session.created_at,
+        # Who answers (API.md "Handoff to a person"): "ai", "waiting_for_human", "with_human", or "closed".
+        "state": session.state if status == ChatSession.Status.OPEN else "closed",
     }

@@ -1,7 +1,10 @@
 """Background jobs (procrastinate; found by its Django app's autodiscovery of
-``tasks`` modules). Run them with ``manage.py run_worker``."""
+``tasks`` modules). Run them with ``manage.py run_worker``: batch operations, and
+the hourly retention job (``chat.retention``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.db import connections
 from procrastinate import JobContext, RetryStrategy
@@ -9,6 +12,12 @@ from procrastinate.contrib.django import app
 from procrastinate.exceptions import JobAborted
 
 from chat.batches import BATCH_QUEUE, RUN_BATCH, run_batch
+from chat.retention import apply_retention_all
+from memory.tasks import HEALTH_QUEUE
+
+APPLY_RETENTION = "chat.apply_retention"
+#: Hourly, at a minute of its own (away from the top of the hour, when other schedules crowd in).
+RETENTION_CRON = "17 * * * *"
 
 
 # Retries are safe: the batch resumes after its last finished item. A worker
@@ -28,3 +37,16 @@ def run_batch_task(context: JobContext, tenant_id: str, task_id: str) -> str:
     if status == "running":
         raise JobAborted(f"batch {task_id}: the worker is shutting down; the job resumes later")
     return status
+
+
+# On the queue of the periodic memory job, which every worker listens on (run_worker). ``queueing_lock`` and
+# ``lock``: one run waiting, one running, whatever the number of workers; a slow run never piles up jobs. The
+# job is idempotent: a run cut short leaves the rest to the next hour.
+@app.periodic(cron=RETENTION_CRON, periodic_id="retention")
+@app.task(name=APPLY_RETENTION, queue=HEALTH_QUEUE, queueing_lock=APPLY_RETENTION, lock=APPLY_RETENTION)
+def apply_retention_task(timestamp: int) -> dict[str, dict[str, Any]]:
+    try:
+        return {result.tenant: result.as_dict() for result in apply_retention_all()}
+    finally:
+        # Sync jobs run on a pool thread of their own; leave no connection behind.
+        connections.close_all()

@@ -3,7 +3,8 @@
 Following "One chat turn" in DESIGN.md, in named steps:
 
 1. ``_store`` — the user message, committed first, idempotent by ``client_msg_id`` (``chat.messages``); a
-   retry of a turn still running waits for its reply;
+   retry of a turn still running waits for its reply; then the handoff (``chat.handoff_turn``): while a person
+   has the conversation the turn ends here, unanswered; a trigger that hands it off makes the reply;
 2. ``_prepare`` — extraction, feedback, recall and the two-channel prompt within the model's exact token
    budget (``chat.prepare``);
 3. ``_generate`` — the reply streamed from Ollama, deltas relayed, with up to ``MAX_TOOL_ROUNDS`` rounds of
@@ -35,6 +36,8 @@ from django.conf import settings
 
 from chat import messages, metrics
 from chat.finish import finish_turn
+from chat.forget import forget_turn
+from chat.handoff_turn import HandoffTurn, TurnHandoff, handoff_turn, model_handoff
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.prepare import REPLY_RESERVE, prepare_turn
 from chat.prepared import PreparedTurn
@@ -97,8 +100,25 @@ class TurnResult:
     usage: dict[str, int]
     replayed: bool = False
     trimmed: list[str] = field(default_factory=list)
+    #: A person has the conversation (``chat.handoff_turn``): the message is stored, nothing answers it here.
+    deferred: bool = False
+    state: str = ChatSession.State.AI
+    position: int | None = None
+    leave_message: bool = False
+
+    @classmethod
+    def of_deferred(cls, message: Message, handoff: TurnHandoff) -> TurnResult:
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        return cls(
+            message_id=str(message.pk), reply_id="", reply="", recalled=[], needs_confirmation=False, usage=usage,
+            deferred=True, state=handoff.state, position=handoff.position, leave_message=handoff.leave_message,
+        )  # fmt: skip
 
     def as_api(self) -> dict[str, Any]:
+        if self.deferred:  # API.md: 202 {"message_id", "state"}; the queue position and the offer are extensions
+            extra = {"position": self.position} if self.position is not None else {}
+            return {"message_id": self.message_id, "state": self.state, **extra,
+                    **({"leave_message": True} if self.leave_message else {})}  # fmt: skip
         return {
             "message_id": self.message_id,
             "reply_id": self.reply_id,
@@ -278,6 +298,14 @@ async def _generate(
             text, calls = await _model_call(llm, reply, offered, on_delta, started)
             if not calls or offered is None:
                 break  # calls for tools that were not offered are ignored
+            # The model's handoff_to_human (chat.handoff_turn): a person takes over, and the reply says so.
+            notice = await model_handoff(tenant, session, message, reply.prepared, calls)
+            if notice is not None:
+                notice = ("\n\n" if reply.pieces else "") + notice
+                reply.pieces.append(notice)
+                if on_delta is not None:
+                    await on_delta(reply.id, notice)
+                break
             rounds += 1
             reply.prepared = await _tool_round(tenant, session, message, reply, text, calls, exchange, rounds)
     except LLMError as exc:
@@ -337,6 +365,7 @@ async def _answer(
     llm: OllamaChat | None,
     on_delta: Delta | None,
     arrived: float,
+    handed: HandoffTurn | None = None,
 ) -> tuple[TurnResult, Message, PreparedTurn]:
     """Steps 2–4 for a stored user message, under its lease (renewed while the turn runs, released when it
     ends without a reply, so a retry may run it at once): the result, the stored reply and what the prompt
@@ -346,8 +375,15 @@ async def _answer(
     answered = False
     try:
         llm = llm or get_llm()
-        reply = _Reply(id=str(uuid.uuid4()), prepared=await _prepare(tenant, session, message, llm))
-        await _generate(tenant, session, message, llm, reply, on_delta)
+        # 「忘掉我的地址」 is answered without the model (chat.forget); any other message is prepared for it.
+        forgot = handed or await forget_turn(tenant, session, message)  # handed: a handoff's notice
+        reply = _Reply(id=str(uuid.uuid4()), prepared=forgot or await _prepare(tenant, session, message, llm))
+        if forgot is None:
+            await _generate(tenant, session, message, llm, reply, on_delta)
+        else:
+            reply.pieces.append(forgot.reply_text)
+            if on_delta is not None:
+                await on_delta(reply.id, forgot.reply_text)
         result, stored = await _finish(tenant, session, message, reply, arrived)
         answered = True
     except DATABASE_UNAVAILABLE as exc:
@@ -416,7 +452,10 @@ async def run_turn(
     When the tenant has tools, the model is offered them; each round of tool
     calls it makes is run (:func:`run_tool_call`) and the model is called
     again with the answers, at most ``MAX_TOOL_ROUNDS`` rounds. ``usage``
-    adds up every model call of the turn."""
+    adds up every model call of the turn.
+
+    While a person has the conversation (``chat.handoff_turn``) the turn ends once the message is stored: the
+    result is ``deferred`` (no reply, no model call, no recall) and ``on_done`` is not called."""
     arrived = time.perf_counter()
     text, client_msg_id = messages.check_message(text, client_msg_id)
     message, stored_reply = await _store(tenant, session, text, client_msg_id)
@@ -430,7 +469,14 @@ async def run_turn(
             await on_done(result)
         return result
 
-    result, reply, prepared = await _answer(tenant, session, message, llm, on_delta, arrived)
+    # A person has the conversation: stored, not answered here; or a trigger hands it off, and the reply says so.
+    try:
+        handoff = await handoff_turn(tenant, session, message)
+    except DATABASE_UNAVAILABLE as exc:
+        raise _database_failed(exc, message) from exc
+    if handoff.deferred:
+        return TurnResult.of_deferred(message, handoff)
+    result, reply, prepared = await _answer(tenant, session, message, llm, on_delta, arrived, handoff.notice)
     if on_done is not None:
         await on_done(result)
     await _after_reply(tenant, session, message, reply, prepared.previous_text)

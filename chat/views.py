@@ -18,6 +18,7 @@ from chat.serializers import (
     BatchCreatedOut,
     BatchIn,
     BatchOut,
+    DeferredTurnOut,
     ExecutionContextOut,
     MessageIn,
     MessageOut,
@@ -85,7 +86,7 @@ class SessionMessagesView(APIView):
     session_scope = "path"
     self_scoped = True
 
-    @extend_schema(request=MessageIn, responses={200: TurnOut}, operation_id="send_message")
+    @extend_schema(request=MessageIn, responses={200: TurnOut, 202: DeferredTurnOut}, operation_id="send_message")
     def post(self, request: Request, session_id: str) -> Response:
         body = MessageIn(data=request.data)
         body.is_valid(raise_exception=True)
@@ -112,6 +113,8 @@ class SessionMessagesView(APIView):
                  "message_id": exc.message_id},
                 status=409, headers={"Retry-After": str(exc.retry_after)},
             )  # fmt: skip
+        if result.deferred:  # a person has the conversation: stored and shown to staff, not answered (chat.handoff)
+            return Response(result.as_api(), status=status.HTTP_202_ACCEPTED)
         return Response(TurnOut(result.as_api()).data)
 
     @extend_schema(parameters=[MessagesQuery], responses={200: MessageOut(many=True)}, operation_id="list_messages")

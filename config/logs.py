@@ -21,17 +21,23 @@ import re
 __all__ = ["REDACTED", "RedactQueryCredentials", "install"]
 
 REDACTED = "[redacted]"
-#: Query parameters whose values are credentials.
-_CREDENTIAL_RE = re.compile(r"(?<=[?&;])((?:token|api_key|key|access_token|password)=)[^&;\s\"']*", re.IGNORECASE)
+#: Query parameters whose values are credentials (``code``: single sign-on's authorization code, on its callback).
+_CREDENTIAL_RE = re.compile(r"(?<=[?&;])((?:token|api_key|key|access_token|password|code)=)[^&;\s\"']*", re.IGNORECASE)
+#: Paths whose segment is a credential: a staff invitation's token (``/staff/invitations/<token>/``), which lets
+#: whoever holds it join a tenant's staff.
+_PATH_CREDENTIAL_RE = re.compile(r"(/staff/invitations/)[^/?#\s\"']+")
 #: uvicorn's loggers that print request paths with their query strings.
 UVICORN_LOGGERS = ("uvicorn.error", "uvicorn.access")
 #: runserver's: daphne's (``manage.py runserver`` while daphne is installed) and Django's own.
 RUNSERVER_LOGGERS = ("django.channels.server", "django.server")
+#: Django's own, which names the path of every 4xx and 5xx answer (an invitation refused to the wrong account).
+DJANGO_LOGGERS = ("django.request",)
 
 
 def redact_query(text: str) -> str:
-    """``text`` with the values of credential query parameters replaced."""
-    return _CREDENTIAL_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    """``text`` with the values of credential query parameters, and credential path segments, replaced."""
+    text = _CREDENTIAL_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    return _PATH_CREDENTIAL_RE.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 class RedactQueryCredentials(logging.Filter):
@@ -48,8 +54,8 @@ class RedactQueryCredentials(logging.Filter):
 
 
 def install() -> None:
-    """Adds the filter to uvicorn's and runserver's loggers, once per process."""
-    for name in UVICORN_LOGGERS + RUNSERVER_LOGGERS:
+    """Adds the filter to uvicorn's, runserver's and Django's request loggers, once per process."""
+    for name in UVICORN_LOGGERS + RUNSERVER_LOGGERS + DJANGO_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactQueryCredentials) for f in logger.filters):
             logger.addFilter(RedactQueryCredentials())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -79,6 +80,8 @@ INSTALLED_APPS = [
     "conversations",
     "memory",
     "chat",
+    # Staff sign-in: single sign-on (OpenID Connect) and invitations; above tenants (docs/architecture.md).
+    "staff_auth",
     "csp",
     "axes",
     # The background queue (batch operations): PostgreSQL-backed, no broker;
@@ -328,6 +331,64 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("ADMIN_LOGIN_COOLOFF_MINUTES", 15, 
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.admin_lockout.lockout_response"
+
+# Staff single sign-on with OpenID Connect (staff_auth/, mozilla-django-oidc; docs/operations.md § Staff sign-in).
+# Off while the six below are unset: no /oidc/ pages, no button on the admin login. Set one and all must be set:
+# a half-configured provider fails here, naming what is missing, not at a staff member's first sign-in.
+_OIDC_REQUIRED = (
+    "OIDC_RP_CLIENT_ID",
+    "OIDC_RP_CLIENT_SECRET",
+    "OIDC_OP_AUTHORIZATION_ENDPOINT",
+    "OIDC_OP_TOKEN_ENDPOINT",
+    "OIDC_OP_USER_ENDPOINT",
+    "OIDC_OP_JWKS_ENDPOINT",
+)
+_oidc_missing = [name for name in _OIDC_REQUIRED if not envstr(name, "")]
+if 0 < len(_oidc_missing) < len(_OIDC_REQUIRED):
+    raise ImproperlyConfigured(
+        f"single sign-on is half configured: set {', '.join(_oidc_missing)} (or unset every OIDC_ variable)"
+    )
+OIDC_ENABLED = not _oidc_missing
+OIDC_RP_CLIENT_ID = envstr("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = envstr("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = envurl("OIDC_OP_AUTHORIZATION_ENDPOINT", None, schemes=("https", "http"))
+OIDC_OP_TOKEN_ENDPOINT = envurl("OIDC_OP_TOKEN_ENDPOINT", None, schemes=("https", "http"))
+OIDC_OP_USER_ENDPOINT = envurl("OIDC_OP_USER_ENDPOINT", None, schemes=("https", "http"))
+OIDC_OP_JWKS_ENDPOINT = envurl("OIDC_OP_JWKS_ENDPOINT", None, schemes=("https", "http"))
+# Public-key signatures only: the id_token is checked against the provider's JWKS, never the shared secret.
+OIDC_RP_SIGN_ALGO = envstr("OIDC_RP_SIGN_ALGO", "RS256")
+if OIDC_RP_SIGN_ALGO not in {"RS256", "RS384", "RS512", "ES256", "ES384", "ES512"}:
+    raise ImproperlyConfigured(f"OIDC_RP_SIGN_ALGO must be RS256/384/512 or ES256/384/512, got {OIDC_RP_SIGN_ALGO!r}")
+OIDC_RP_SCOPES = envstr("OIDC_RP_SCOPES", "openid email profile")
+if "openid" not in OIDC_RP_SCOPES.split():
+    raise ImproperlyConfigured(f"OIDC_RP_SCOPES must include openid, got {OIDC_RP_SCOPES!r}")
+#: The claim that lists a person's groups, and the prefix of memdesk's: <prefix><tenant-slug>:<owner|admin|agent>.
+OIDC_GROUPS_CLAIM = envstr("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_PREFIX = envstr("OIDC_GROUP_PREFIX", "memdesk:")
+OIDC_USE_PKCE = True  # the code is bound to the browser that started the sign-in (RFC 7636), besides the nonce
+OIDC_TIMEOUT = 10  # seconds per call to the provider (the library's default waits for ever)
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS.append("staff_auth.backends.StaffOIDCBackend")
+
+# E-mail (staff invitations) through Django's backend: the console (the server's stdout) unless set, e.g.
+# django.core.mail.backends.smtp.EmailBackend with the EMAIL_HOST settings below.
+EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+if not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", EMAIL_BACKEND):
+    raise ImproperlyConfigured(f"EMAIL_BACKEND must be a dotted path to a class, got {EMAIL_BACKEND!r}")
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "memdesk@localhost")
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured(
+        "EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive: STARTTLS (587) or TLS from the start (465)"
+    )
+EMAIL_TIMEOUT = 10
+#: How long an invitation link works, in days.
+INVITATION_TTL_DAYS = envint("INVITATION_TTL_DAYS", 7, minimum=1, maximum=90)
 
 # Throttles per API key (tenants/throttles.py) on session creation, the memory endpoints and recall: past a
 # rate, 429 rate_limited. Rates are "<count>/<s|min|hour|day>" or "off". Counted in the default cache below.

@@ -3,9 +3,11 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from chat import end_user_views, handoff_views
 from chat import pages as chat_pages
 from chat import views as chat_views
 from config import ops
+from memory import me_views
 from memory import views as memory_views
 from tenants.throttles import SessionCreateThrottle
 
@@ -21,6 +23,10 @@ api_v1 = [
     path("sessions/<str:session_id>/context", chat_views.SessionContextView.as_view(), name="session-context"),
     path("sessions/<str:session_id>/batches", chat_views.BatchListView.as_view(), name="session-batches"),
     path("sessions/<str:session_id>/batches/<str:task_id>", chat_views.BatchDetailView.as_view(), name="session-batch"),
+    # A person takes over (API.md "Handoff to a person"; chat/handoff.py).
+    path("sessions/<str:session_id>/handoff", handoff_views.SessionHandoffView.as_view(), name="session-handoff"),
+    path("sessions/<str:session_id>/release", handoff_views.SessionReleaseView.as_view(), name="session-release"),
+    path("sessions/<str:session_id>/rating", handoff_views.SessionRatingView.as_view(), name="session-rating"),
     path("tools", chat_views.ToolListView.as_view(), name="tools"),
     path("tools/<str:name>", chat_views.ToolDetailView.as_view(), name="tool-detail"),
     path("memories", memory_views.MemoryListView.as_view(), name="memories"),
@@ -28,6 +34,12 @@ api_v1 = [
     path("memories/<str:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
     path("memories/<str:memory_id>/expire", memory_views.MemoryExpireView.as_view(), name="memory-expire"),
     path("memories/<str:memory_id>/feedback", memory_views.MemoryFeedbackView.as_view(), name="memory-feedback"),
+    # The end user's own memories: the browser's session token, not a tenant key (memory/me_views.py).
+    path("me/memories", me_views.MeMemoriesView.as_view(), name="me-memories"),
+    path("me/memories/<str:memory_id>/forget", me_views.MeMemoryForgetView.as_view(), name="me-memory-forget"),
+    path("me/memories/<str:memory_id>/correct", me_views.MeMemoryCorrectView.as_view(), name="me-memory-correct"),
+    path("end-users/<str:end_user_id>/export", end_user_views.EndUserExportView.as_view(), name="end-user-export"),
+    path("end-users/<str:end_user_id>", end_user_views.EndUserDetailView.as_view(), name="end-user-detail"),
 ]
 
 urlpatterns = [
@@ -37,11 +49,14 @@ urlpatterns = [
         RedirectView.as_view(url="/admin/conversations/%(model)s/%(rest)s", permanent=True, query_string=True),
     ),
     path("admin/", admin.site.urls),
+    # Staff sign-in: /oidc/authenticate/, /oidc/callback/ (404 while single sign-on is off), /staff/invitations/….
+    path("", include("staff_auth.urls")),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("chat/", chat_pages.chat_page, name="chat-page"),
     path("widget.js", chat_pages.widget_js, name="widget-js"),
     path("staff/sessions/", chat_pages.live_sessions, name="staff-live-sessions"),
+    path("staff/console/", handoff_views.staff_console, name="staff-console"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("memory/health", ops.memory_health, name="memory-health"),

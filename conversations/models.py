@@ -129,6 +129,8 @@ class Message(TenantOwned):
             models.Index(fields=["session", "seq"], name="message_by_session"),
             # The per-tenant rate limit reads the tenant's user messages of the last minute.
             models.Index(fields=["tenant", "created_at"], name="message_user_recent", condition=models.Q(role="user")),
+            # Retention deletes a tenant's messages older than N days (chat.retention).
+            models.Index(fields=["tenant", "created_at"], name="message_by_time"),
             # The messages still to index (memory.conversation.index_pending): few at any time.
             models.Index(
                 fields=["tenant", "created_at"],
@@ -161,7 +163,8 @@ class StaffAccess(TenantOwned):
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+")
-    session = models.ForeignKey(ChatSession, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # A session deleted later (retention, by hand) leaves the record of who read it.
+    session = models.ForeignKey(ChatSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     what = models.CharField(max_length=12, choices=What.choices)
     path = models.CharField(max_length=300, blank=True, default="")
@@ -169,6 +172,7 @@ class StaffAccess(TenantOwned):
 
     class Meta(TenantOwned.Meta):
         ordering = ["-created_at", "-id"]
+        verbose_name_plural = "staff accesses"
         indexes = [models.Index(fields=["tenant", "created_at"], name="staff_access_by_time")]
 
     def __str__(self) -> str:

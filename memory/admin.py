@@ -2,6 +2,9 @@
 extend, delete — every change through ``memory.lifecycle`` with the staff
 user as the actor, and each memory's full history inline.
 
+Opening a memory, an event or a list of them writes a ``StaffAccess`` row per end user shown
+(``conversations.staff_access``).
+
 Phone numbers, e-mail addresses and identity numbers in a memory's content,
 data and history (and in an event's before and after) are shown masked
 (``138****1234``, ``memory.masking.mask_obj``) to staff who may not see them
@@ -21,6 +24,7 @@ from django.utils import timezone
 from django.utils.html import format_html_join
 
 from config.errors import ApiError
+from conversations.staff_access import AuditedReadsAdmin, What
 from memory import audit, lifecycle, schema
 from memory.fetch import is_valid_at, valid_q
 from memory.masking import mask_obj, mask_text
@@ -125,8 +129,10 @@ class MemoryForm(forms.ModelForm):
 
 
 @admin.register(MemoryUnit)
-class MemoryUnitAdmin(TenantScopedAdmin):
+class MemoryUnitAdmin(AuditedReadsAdmin, TenantScopedAdmin):
     form = MemoryForm
+    # A memory's page, and a list of memories once per end user on the page, are recorded staff reads.
+    read_what, list_read_what = What.MEMORY, What.MEMORIES
     list_display = (
         "content", "type", "key", "end_user", "session", "score", "created_at", "expires_at", "is_expired",
     )  # fmt: skip
@@ -242,7 +248,9 @@ class MemoryUnitAdmin(TenantScopedAdmin):
 
 
 @admin.register(MemoryEvent)
-class MemoryEventAdmin(TenantScopedAdmin):
+class MemoryEventAdmin(AuditedReadsAdmin, TenantScopedAdmin):
+    # An event's before and after are a memory's content: its page, and the list, are recorded staff reads.
+    read_what, list_read_what = What.MEMORY, What.MEMORIES
     list_display = ("created_at", "kind", "actor", "actor_user", "memory_id", "end_user", "note")
     list_filter = ("tenant", "kind", "actor")
     search_fields = ("=memory_id", "note", "end_user__external_id")

@@ -41,6 +41,7 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory import audit, store
 from memory.compression import clean, compress, is_filler
+from memory.consent import memory_enabled_for_session
 from memory.models import MAX_CONTENT, MemoryType
 from memory.redaction import redact
 from memory.rules import extract_facts
@@ -244,13 +245,20 @@ def index_messages(
     already marked are skipped, so calling it twice writes nothing twice. ``previous_text`` is the message
     before the first one (lexical context of its units). Returns how many units were written or refreshed."""
     ttl = retention_seconds(tenant)
-    ids = [m.pk for m in messages if m.role in (Message.Role.USER, Message.Role.ASSISTANT)]
+    # A staff member's reply (a person took over, chat.handoff) is indexed like the AI's: what they promised is
+    # recalled once the AI answers again. Its caller indexes it; the sweep (``index_pending``) reads user and
+    # assistant messages only.
+    ids = [m.pk for m in messages if m.role in (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.STAFF)]
     with tenant_scope(tenant):
         # Marked first, in the transaction that writes the units: a concurrent writer of the same messages
         # waits on the rows and then finds them marked; a failure below rolls the marks back with the units.
         with connection.cursor() as cursor:
             cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": ids, "now": timezone.now()})
             pending = {row[0] for row in cursor.fetchall()}
+        if not memory_enabled_for_session(tenant, session):
+            # Memory is off for this end user (memory.consent): the messages are marked with no units, so
+            # what was said meanwhile is not remembered later either (nor retried by the sweep).
+            return 0
         items: list[store.MemoryItem] = []
         before = previous_text
         for message in messages:

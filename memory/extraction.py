@@ -20,6 +20,7 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory import audit, fetch, lifecycle, store
 from memory.compression import compress
+from memory.consent import memory_enabled_for_session
 from memory.llm_extraction import StructuredAsk, extract_facts_with_model
 from memory.redaction import redact, redact_obj
 from memory.rules import Fact, disowned_keys, extract_facts, is_confirmation
@@ -81,6 +82,8 @@ def extract_and_store(
         disowned = disowned_keys(text)
         if disowned:
             result.forgotten = do_disown(tenant, session, disowned, message)
+    if not memory_enabled_for_session(tenant, session):
+        return result  # memory is off for this end user (memory.consent): nothing new is remembered
     try:
         facts = extract_facts(text, role=role, now=message.created_at)  # content in the message's own language
     except Exception:  # an extractor bug must not lose the turn; it is logged and fixed

@@ -19,6 +19,7 @@ from memory.indexing import search_fields, search_vector
 from memory.models import MemoryEvent, MemoryUnit
 from memory.schema import InvalidMemory, check_memory_input
 from tenants.models import Tenant
+from tenants.retention import HISTORY_RETENTION_DAYS, retention_days
 from tenants.rls import tenant_scope
 
 
@@ -102,15 +103,13 @@ def do_delete_memory(tenant: Tenant, memory: MemoryUnit, *, actor: Actor = TENAN
 #: How long a superseded version is kept after its replacement, unless the tenant sets
 #: ``history_retention_days``: ``as_of`` answers "what was the address in March" from these rows.
 DEFAULT_HISTORY_DAYS = 90
-MAX_HISTORY_DAYS = 3650
 
 
 def history_retention(tenant: Tenant) -> timedelta:
-    """How long superseded versions are kept: the tenant's ``history_retention_days`` (1 to 3650), else 90
-    days. A bad setting falls back to the default rather than failing a cleanup (like
-    ``conversation_memory_days``)."""
-    raw = tenant.settings.get("history_retention_days") if isinstance(tenant.settings, dict) else None
-    days = raw if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= MAX_HISTORY_DAYS else None
+    """How long superseded versions are kept: the tenant's ``history_retention_days`` (1 to 3650,
+    ``tenants.retention``), else 90 days. A bad setting falls back to the default rather than failing a
+    cleanup (like ``conversation_memory_days``)."""
+    days = retention_days(tenant, HISTORY_RETENTION_DAYS)
     return timedelta(days=days or DEFAULT_HISTORY_DAYS)
 
 
@@ -136,13 +135,18 @@ def cleanup_q(tenant: Tenant, *, now: datetime, older_than: timedelta = timedelt
     return Q(expires_at__lte=cutoff) & (Q(superseded_at__isnull=True) | Q(superseded_at__lte=history_cutoff))
 
 
-def do_cleanup_expired(tenant: Tenant, *, older_than: timedelta = timedelta(0), now: datetime | None = None) -> Cleanup:
+def do_cleanup_expired(
+    tenant: Tenant, *, older_than: timedelta = timedelta(0), now: datetime | None = None, superseded_only: bool = False
+) -> Cleanup:
     """Delete what :func:`cleanup_q` selects — memories that expired more than ``older_than`` ago while
     current, and superseded versions older than the tenant's history retention — writing a ``delete``
     event for each (the audit trail keeps their content). Safe to run while the service runs: rows are
-    taken 500 at a time with ``SKIP LOCKED``."""
+    taken 500 at a time with ``SKIP LOCKED``. ``superseded_only``: only the superseded versions (the hourly
+    retention job, ``memory.retention``, which leaves expired current memories to the health-driven cleanup)."""
     now = now or timezone.now()
     removable = cleanup_q(tenant, now=now, older_than=older_than)
+    if superseded_only:
+        removable &= Q(superseded_at__isnull=False)
     expired = superseded = 0
     while True:
         with tenant_scope(tenant):

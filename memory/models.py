@@ -152,6 +152,8 @@ class MemoryEvent(TenantOwned):
 
     class Meta(TenantOwned.Meta):
         ordering = ["created_at", "id"]
+        # Retention deletes a tenant's events older than M days (memory.retention).
+        indexes = [models.Index(fields=["tenant", "created_at"], name="memoryevent_by_time")]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor} at {self.created_at:%Y-%m-%d %H:%M:%S}"

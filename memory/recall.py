@@ -42,6 +42,7 @@ from django.utils import timezone
 from conversations.access import require_session_id
 from conversations.models import ChatSession
 from memory import embeddings, metrics
+from memory.consent import memory_enabled_for_session
 from memory.conversation import TIMELESS_KEYS, is_conversation_key, squash
 from memory.feedback import mark_recalled
 from memory.fetch import SCOPE_SQL, fetch_memories, scope_params
@@ -667,6 +668,9 @@ def recall(
     lifted), for benchmarks and diagnostics; recall's result does not depend on it."""
     if not 1 <= k <= MAX_K:
         raise ValueError(f"k must be between 1 and {MAX_K}")
+    if not memory_enabled_for_session(tenant, session):  # memory is off for this end user (memory.consent)
+        nothing = {"rule": 0.0, "vector": 0.0, "embed": 0.0, "rerank": 0.0, "total": 0.0}
+        return RecallResult(hits=[], needs_confirmation=False, timings_ms=nothing)
     as_of = as_of or timezone.now()
     timings: dict[str, float] = {}
     total_start = time.perf_counter()

@@ -10,12 +10,18 @@ run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
 
 from __future__ import annotations
 
-from django.db import connections
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import DatabaseError, connections, transaction
 from procrastinate.contrib.django import app
 
 from memory.conversation import index_turn
 from memory.health import refresh_all
 from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
 
 HEALTH_QUEUE = "memory"
 REFRESH_HEALTH = "memory.refresh_health"
@@ -47,3 +53,16 @@ def index_turn_task(tenant_id: str, session_id: str, message_ids: list[str]) -> 
         return index_turn(tenant, session_id, message_ids)
     finally:
         connections.close_all()
+
+
+def queue_index(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> None:
+    """Queue the messages' conversation units for the worker (:data:`INDEX_TURN`) in the caller's transaction:
+    the job exists exactly when what the caller stores does. A job that cannot be queued fails alone (a
+    savepoint) and is logged; the messages stay unmarked and the worker's sweep writes them."""
+    try:
+        with transaction.atomic():
+            index_turn_task.defer(
+                tenant_id=str(tenant.pk), session_id=str(session_id), message_ids=[str(m) for m in message_ids]
+            )
+    except DatabaseError:
+        logger.exception("queueing the memory of session %s failed; the worker's sweep writes it", session_id)

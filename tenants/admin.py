@@ -2,16 +2,69 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils import timezone
 
+from tenants import retention
 from tenants.admin_base import TenantScopedAdmin
 from tenants.models import ApiKey, EndUser, Membership, Tenant
 
 
+def _days_field(label: str, help_text: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        label=label, help_text=help_text, required=False, min_value=retention.MIN_DAYS, max_value=retention.MAX_DAYS
+    )
+
+
+class TenantForm(forms.ModelForm):
+    """The tenant with its retention settings (``tenants.retention``) as typed fields, saved into ``settings``.
+    The JSON shows and keeps every other key; a retention key has one place to be set, its field, so the JSON
+    refuses one rather than let two values disagree. No ``Meta``: the admin builds it for ``Tenant`` with every
+    editable field, so a field added to the model appears without a change here."""
+
+    message_retention_days = _days_field(
+        "Keep messages (days)", "Chat messages older than this are deleted, hourly. Empty: messages are kept."
+    )
+    memory_retention_days = _days_field(
+        "Keep memories (days)",
+        "A memory is deleted this long after it was created, even if its own lifetime is longer (a shorter one "
+        "still ends it sooner), and so are audit events older than this. Empty: memories live their own lifetime.",
+    )
+    history_retention_days = _days_field(
+        "Keep replaced versions (days)",
+        "A replaced fact's old version is kept this long after its replacement, for as-of questions. Empty: 90.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        stored = self.instance.settings if isinstance(self.instance.settings, dict) else {}
+        for key in retention.RETENTION_KEYS:
+            self.initial.setdefault(key, stored.get(key))
+        if isinstance(self.instance.settings, dict):
+            self.initial["settings"] = {k: v for k, v in stored.items() if k not in retention.RETENTION_KEYS}
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if "settings" not in self.fields or "settings" in self.errors:
+            return cleaned
+        other = cleaned.get("settings")
+        other = {} if other is None else other
+        if not isinstance(other, dict):
+            self.add_error("settings", "Settings must be a JSON object.")
+            return cleaned
+        for key in retention.RETENTION_KEYS:
+            if key in other:
+                self.add_error("settings", f"Set {key} in its own field, not in the JSON.")
+        typed = {key: cleaned[key] for key in retention.RETENTION_KEYS if cleaned.get(key) is not None}
+        cleaned["settings"] = {**other, **typed}
+        return cleaned
+
+
 @admin.register(Tenant)
 class TenantAdmin(TenantScopedAdmin):
+    form = TenantForm
     tenant_field = "id"
     list_display = ("slug", "name", "language", "created_at")
     search_fields = ("slug", "name")

@@ -41,9 +41,14 @@ def _recall(ctx: TenantCtx, end_user: str, query: str) -> str:
     return "\n".join(r["memory"]["content"] for r in response.json()["results"])
 
 
-def _queued_jobs() -> list[tuple[str, str]]:
+def _queued_jobs(session_id: str) -> list[tuple[str, str]]:
+    """The conversation-memory jobs queued for the session (other tests may have left jobs of their own)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT task_name, status FROM procrastinate_jobs WHERE task_name = 'memory.index_turn'")
+        cursor.execute(
+            "SELECT task_name, status FROM procrastinate_jobs"
+            " WHERE task_name = 'memory.index_turn' AND args->>'session_id' = %s",
+            [session_id],
+        )
         return list(cursor.fetchall())
 
 
@@ -61,7 +66,7 @@ def test_the_worker_writes_what_a_turn_queued(acme, fake_ollama, settings):
     _talk(acme, fake_ollama, sid, "I collect stamps from Iceland.", "What a lovely hobby!")
 
     # then the reply is out, the turn's units are queued, not written in the web process
-    assert [status for _, status in _queued_jobs()] == ["todo"]
+    assert [status for _, status in _queued_jobs(sid)] == ["todo"]
     assert all(m.memory_indexed_at is None for m in _messages(acme, sid))
     assert "Iceland" not in _recall(acme, "ines", "Which country are my stamps from?")
 
@@ -76,7 +81,7 @@ def test_the_worker_writes_what_a_turn_queued(acme, fake_ollama, settings):
     # then the customer's words are recallable, both messages are marked, and no job is left
     assert "Iceland" in _recall(acme, "ines", "Which country are my stamps from?")
     assert all(m.memory_indexed_at is not None for m in _messages(acme, sid))
-    assert _queued_jobs() == []
+    assert _queued_jobs(sid) == []
 
 
 def test_a_job_for_messages_already_indexed_writes_nothing_twice(acme, fake_ollama, settings):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "tenants", "conversations", "memory", "chat")
+PACKAGES = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

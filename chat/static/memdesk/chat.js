@@ -3,7 +3,10 @@
  *   MemdeskChat.mount(container, {base, sessionId, token, lang, nonce})
  *
  * Streams replies over the WebSocket, reconnects with back-off and reloads
- * the history on every (re)connect, and shows clear error states. */
+ * the history on every (re)connect, and shows clear error states. A "talk to
+ * a person" button hands the conversation to staff (docs/handoff.md): the
+ * status line says who answers, a staff member's replies and typing show, and
+ * when the conversation ends the end user is offered a 1-5 rating. */
 (function () {
   "use strict";
   var TEXT = {
@@ -12,6 +15,10 @@
       offline: "连接已断开，正在重连…", llm: "助手暂时不可用，请稍后重试。", retry: "重试",
       closed: "会话已结束。", denied: "无法打开此会话（凭证无效或已过期）。", rate: "消息太频繁，请稍候。",
       bad: "消息无法发送：", busy: "请等待当前回复完成。", you: "你", bot: "客服", confirm: "（请确认）",
+      human: "转人工", end: "结束对话", waiting: "正在为您转接人工客服，您排在第 {n} 位", waitingNoPos: "正在为您转接人工客服",
+      withHuman: "人工客服为您服务中", ai: "智能助手为您服务", staff: "人工客服", typing: "客服正在输入…",
+      leave: "暂时没有客服在线：请留下您的问题和联系方式（电话或邮箱），我们会尽快联系您。",
+      rate: "请为本次服务评分：", comment: "想说的话（可选）", submit: "提交", thanks: "感谢您的评价！",
     },
     en: {
       placeholder: "Type a message…", send: "Send", connecting: "Connecting…", online: "Connected",
@@ -19,6 +26,11 @@
       retry: "Retry", closed: "This conversation has ended.", denied: "This conversation cannot be opened (invalid or expired link).",
       rate: "Too many messages; please wait a moment.", bad: "Message not sent: ", busy: "Please wait for the current reply.",
       you: "You", bot: "Agent", confirm: " (please confirm)",
+      human: "Talk to a person", end: "End chat", waiting: "Connecting you to a person: you are number {n} in the queue",
+      waitingNoPos: "Connecting you to a person", withHuman: "A person is answering", ai: "The assistant is answering",
+      staff: "Staff", typing: "Staff is typing…",
+      leave: "Nobody is available right now: leave your question and a phone number or e-mail, and we will get back to you.",
+      rate: "How did we do?", comment: "Anything to add (optional)", submit: "Send", thanks: "Thank you for your rating!",
     },
   };
   var CSS =
@@ -27,6 +39,11 @@
     ".mdk-status.err{color:#cf222e}.mdk-log{flex:1;overflow-y:auto;padding:10px}" +
     ".mdk-msg{margin:6px 0;padding:8px 10px;border-radius:8px;max-width:85%;white-space:pre-wrap;word-wrap:break-word}" +
     ".mdk-user{background:#ddf4ff;margin-left:auto}.mdk-assistant{background:#f6f8fa}.mdk-partial{opacity:.7}" +
+    ".mdk-staff{background:#dafbe1}.mdk-note{margin:6px auto;font-size:12px;color:#57606a;text-align:center}" +
+    ".mdk-human{padding:8px 10px;border:1px solid #d0d7de;border-radius:6px;background:#fff;font:inherit;cursor:pointer}" +
+    ".mdk-rating{padding:8px;border-top:1px solid #eaeef2;display:flex;flex-wrap:wrap;gap:6px;align-items:center}" +
+    ".mdk-star{padding:4px 10px;border:1px solid #d0d7de;border-radius:6px;background:#fff;cursor:pointer;font:inherit}" +
+    ".mdk-star[aria-pressed=true]{background:#ffd33d}.mdk-rating input{flex:1;min-width:120px;padding:6px}" +
     ".mdk-form{display:flex;gap:6px;padding:8px;border-top:1px solid #eaeef2}" +
     ".mdk-input{flex:1;padding:8px;border:1px solid #d0d7de;border-radius:6px;font:inherit}" +
     ".mdk-send{padding:8px 14px;border:0;border-radius:6px;background:#1f883d;color:#fff;font:inherit;cursor:pointer}" +
@@ -59,11 +76,14 @@
     addStyles(root, opts.nonce);
     var box = el("div", "mdk"), status = el("div", "mdk-status", t.connecting), log = el("div", "mdk-log");
     var form = el("form", "mdk-form"), input = el("input", "mdk-input"), send = el("button", "mdk-send", t.send);
+    var human = el("button", "mdk-human", t.human), end = el("button", "mdk-human", t.end);
     input.placeholder = t.placeholder; input.setAttribute("aria-label", t.placeholder); send.type = "submit";
-    form.appendChild(input); form.appendChild(send);
+    human.type = "button"; end.type = "button"; human.setAttribute("data-action", "handoff"); end.setAttribute("data-action", "close");
+    form.appendChild(input); form.appendChild(send); form.appendChild(human); form.appendChild(end);
     box.appendChild(status); box.appendChild(log); box.appendChild(form); root.appendChild(box);
 
     var ws = null, attempts = 0, stopped = false, pending = null, replies = {}, seq = 0;
+    var state = "ai", typingTimer = null, lastTyping = 0, rating = null;
     var base = (opts.base || location.origin).replace(/\/$/, "");
     var wsBase = base.replace(/^http/, "ws");
 
@@ -85,15 +105,26 @@
         if (f.type === "history") {
           log.textContent = "";
           f.messages.forEach(function (m) { bubble(m.role, m.text, m.status === "partial" ? "mdk-partial" : ""); });
+          if (f.state) showState({ state: f.state });
         } else if (f.type === "ack") {
           if (pending && pending.id === f.client_msg_id) pending.node.setAttribute("data-message-id", f.message_id);
         } else if (f.type === "delta") {
-          var node = replies[f.reply_id] || (replies[f.reply_id] = bubble("assistant", ""));
+          var node = replies[f.reply_id] || (replies[f.reply_id] = bubble(f.role === "staff" ? "staff" : "assistant", ""));
           node.textContent += f.text; scroll();
         } else if (f.type === "done") {
-          var done = replies[f.reply_id] || (replies[f.reply_id] = bubble("assistant", ""));
+          var done = replies[f.reply_id] || (replies[f.reply_id] = bubble(f.role === "staff" ? "staff" : "assistant", ""));
           done.textContent = f.text + (f.needs_confirmation ? "" : "");
-          done.setAttribute("data-done", "1"); pending = null; busy(false);
+          done.setAttribute("data-done", "1");
+          if (f.role !== "staff") { pending = null; busy(false); }
+        } else if (f.type === "state") {
+          showState(f);
+          if (pending && f.state !== "ai") { pending = null; busy(false); }
+        } else if (f.type === "typing") {
+          setStatus(t.typing);
+          clearTimeout(typingTimer);
+          typingTimer = setTimeout(function () { showState({ state: state }); }, 3000);
+        } else if (f.type === "rated") {
+          if (rating) { rating.textContent = t.thanks; rating.setAttribute("data-rated", String(f.score)); }
         } else if (f.type === "error") {
           var msg = f.code === "llm_unavailable" ? t.llm : f.code === "rate_limited" ? t.rate : f.code === "turn_in_progress" ? t.busy : f.code === "rejected" ? t.denied : t.bad + f.message;
           setStatus(msg, true);
@@ -103,13 +134,55 @@
       };
       ws.onclose = function (event) {
         if (event.code === 4401 || event.code === 4400 || event.code === 4404 || event.code === 4403) { stopped = true; setStatus(t.denied, true); busy(true); return; }
-        if (event.code === 4410) { stopped = true; setStatus(t.closed, true); busy(true); return; }
+        if (event.code === 4410) { stopped = true; if (state !== "closed") { setStatus(t.closed, true); busy(true); } return; }
         if (stopped) return;
         setStatus(t.offline, true);
         attempts += 1;
         setTimeout(connect, Math.min(10000, 500 * Math.pow(2, attempts)));
       };
     }
+
+    function note(text) { var n = el("div", "mdk-note", text); log.appendChild(n); scroll(); return n; }
+
+    // Who answers: the status line says it; a message left while nobody is available is offered once.
+    function showState(f) {
+      var was = state;
+      state = f.state;
+      box.setAttribute("data-state", state);
+      if (state === "waiting_for_human") setStatus(f.position ? t.waiting.replace("{n}", f.position) : t.waitingNoPos);
+      else if (state === "with_human") setStatus(t.withHuman);
+      else if (state === "ai") setStatus(was === "ai" ? t.online : t.ai);
+      else if (state === "closed") { setStatus(t.closed); busy(true); input.disabled = true; offerRating(); }
+      human.disabled = state !== "ai";
+      if (f.leave_message && !box.getAttribute("data-leave")) { box.setAttribute("data-leave", "1"); note(t.leave); }
+    }
+
+    // The end of the conversation: 1-5 and an optional comment, sent on this socket ({"type": "rating"}).
+    function offerRating() {
+      if (rating) return;
+      rating = el("div", "mdk-rating"); rating.appendChild(el("span", "", t.rate));
+      var chosen = 0, comment = el("input"), submit = el("button", "mdk-send", t.submit);
+      comment.placeholder = t.comment; comment.setAttribute("aria-label", t.comment); submit.type = "button"; submit.disabled = true;
+      [1, 2, 3, 4, 5].forEach(function (n) {
+        var star = el("button", "mdk-star", String(n)); star.type = "button"; star.setAttribute("data-score", String(n));
+        star.addEventListener("click", function () {
+          chosen = n; submit.disabled = false;
+          rating.querySelectorAll(".mdk-star").forEach(function (s) { s.setAttribute("aria-pressed", s === star ? "true" : "false"); });
+        });
+        rating.appendChild(star);
+      });
+      submit.addEventListener("click", function () {
+        if (chosen && ws && ws.readyState === 1) ws.send(JSON.stringify({ type: "rating", score: chosen, comment: comment.value.trim() || null }));
+      });
+      rating.appendChild(comment); rating.appendChild(submit); box.appendChild(rating);
+    }
+
+    human.addEventListener("click", function () { if (ws && ws.readyState === 1) ws.send(JSON.stringify({ type: "handoff" })); });
+    end.addEventListener("click", function () { if (ws && ws.readyState === 1) ws.send(JSON.stringify({ type: "close" })); });
+    input.addEventListener("input", function () {
+      var now = Date.now();
+      if (state !== "ai" && ws && ws.readyState === 1 && now - lastTyping > 1500) { lastTyping = now; ws.send(JSON.stringify({ type: "typing" })); }
+    });
 
     function offerRetry(p) {
       var again = el("button", "mdk-send", t.retry);
