@@ -30,11 +30,12 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from chat.models import Batch
-from conversations.models import ChatSession, Message, StaffAccess
+from conversations.models import ChatSession, Message
 from conversations.retention import do_delete_old_messages, expired_messages_q, message_retention
 from memory.models import MemoryUnit
 from memory.retention import do_apply_memory_retention
 from tenants.models import Tenant
+from tenants.retention import delete_in_locked_batches
 from tenants.rls import operator_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -113,20 +114,6 @@ def _delete_empty_sessions(tenant: Tenant, *, now: datetime, dry_run: bool) -> i
     if dry_run:
         with tenant_scope(tenant):
             return ChatSession.objects.for_tenant(tenant).filter(empty).count()
-    deleted = 0
-    while True:
-        with tenant_scope(tenant):
-            # The lock makes the emptiness hold until the delete: a turn's store (which locks its session
-            # first) waits, then finds the session gone.
-            ids = list(
-                ChatSession.objects.for_tenant(tenant)
-                .select_for_update(skip_locked=True)
-                .filter(empty)
-                .order_by("last_activity_at")
-                .values_list("pk", flat=True)[:SESSION_BATCH]
-            )
-            if not ids:
-                return deleted
-            StaffAccess.objects.for_tenant(tenant).filter(session_id__in=ids).update(session=None)
-            ChatSession.objects.for_tenant(tenant).filter(pk__in=ids).delete()
-            deleted += len(ids)
+    # The lock makes the emptiness hold until the delete: a turn's store (which locks its session first)
+    # waits, then finds the session gone. Staff-access rows that name a session keep the end user (SET_NULL).
+    return delete_in_locked_batches(tenant, ChatSession, empty, order_by="last_activity_at", size=SESSION_BATCH)

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from conversations.models import Message
 from tenants.models import Tenant
-from tenants.retention import MESSAGE_RETENTION_DAYS, retention_days
+from tenants.retention import MESSAGE_RETENTION_DAYS, delete_in_locked_batches, retention_days
 from tenants.rls import tenant_scope
 
 #: Messages deleted per transaction: short transactions, and rows a turn has locked are skipped, not waited for.
@@ -53,19 +53,6 @@ def do_delete_old_messages(tenant: Tenant, *, now: datetime | None = None, dry_r
     if dry_run:
         with tenant_scope(tenant):
             return Message.objects.for_tenant(tenant).filter(expired).count()
-    deleted = 0
-    while True:
-        with tenant_scope(tenant):
-            ids = list(
-                Message.objects.for_tenant(tenant)
-                .select_for_update(skip_locked=True)
-                .filter(expired)
-                .order_by("created_at")
-                .values_list("pk", flat=True)[:BATCH]
-            )
-            if not ids:
-                return deleted
-            # The ORM's delete (not raw SQL): it sets the SET_NULL references (memories' source_message,
-            # amnesia alerts, replies' reply_to) to NULL in the same transaction.
-            Message.objects.for_tenant(tenant).filter(pk__in=ids).delete()
-            deleted += len(ids)
+    # The ORM's delete (not raw SQL): it sets the SET_NULL references (memories' source_message, amnesia
+    # alerts, replies' reply_to) to NULL in the same transaction.
+    return delete_in_locked_batches(tenant, Message, expired, order_by="created_at", size=BATCH)

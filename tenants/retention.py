@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
+
+from tenants.rls import tenant_scope
+
 MESSAGE_RETENTION_DAYS = "message_retention_days"
 MEMORY_RETENTION_DAYS = "memory_retention_days"
 HISTORY_RETENTION_DAYS = "history_retention_days"
@@ -34,3 +38,27 @@ def retention_days(tenant: Any, key: str) -> int | None:
     if isinstance(raw, int) and not isinstance(raw, bool) and MIN_DAYS <= raw <= MAX_DAYS:
         return raw
     return None
+
+
+def delete_in_locked_batches(
+    tenant: Any, model: type[models.Model], condition: models.Q, *, order_by: str, size: int
+) -> int:
+    """Delete the tenant's ``model`` rows matching ``condition``, oldest by ``order_by`` first, ``size`` rows per
+    transaction of the tenant's scope, each batch locked with ``SKIP LOCKED`` before its delete: safe while the
+    service runs (a row a request holds is left to the next run, never waited for) and no long transaction.
+    The ORM's delete, so what points at the rows is let go of (``SET_NULL``) or goes with them (``CASCADE``)
+    in the same transaction. Returns how many rows of ``model`` were deleted."""
+    deleted = 0
+    while True:
+        with tenant_scope(tenant):
+            rows = model.objects.for_tenant(tenant)  # type: ignore[attr-defined]  # a TenantOwned model
+            ids = list(
+                rows.select_for_update(skip_locked=True)
+                .filter(condition)
+                .order_by(order_by)
+                .values_list("pk", flat=True)[:size]
+            )
+            if not ids:
+                return deleted
+            rows.filter(pk__in=ids).delete()
+            deleted += len(ids)
