@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# The browser tests' memdesk under uvicorn (tests/browser_kit.py), registered here for every test module.
+from tests.browser_kit import asgi_server  # noqa: F401
+
 if TYPE_CHECKING:
     from tests.factories import TenantCtx
 

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
+from tests.browser_kit import launch_chromium, needs_chromium
 from tests.factories import open_session
-from tests.live_server import uvicorn_in_thread
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed (.ci/run installs it)"),
-]
-
-
-@pytest.fixture
-def asgi_server(settings):
-    """memdesk's ASGI app under uvicorn in a thread (HTTP and WebSocket)."""
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    with uvicorn_in_thread(log_level="warning") as address:
-        yield f"http://{address}"
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def test_chinese_message_gets_a_streamed_reply_on_the_chat_page(acme, fake_ollama, asgi_server):
@@ -37,10 +22,7 @@ def test_chinese_message_gets_a_streamed_reply_on_the_chat_page(acme, fake_ollam
     )
     url = f"{asgi_server}/chat/?session_id={opened['session_id']}&token={opened['token']}&lang=zh"
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
+        browser = launch_chromium(p)
         page = browser.new_page()
         page.goto(url)
         page.wait_for_selector(".mdk-status:text('已连接')", timeout=15000)

@@ -3,67 +3,14 @@ Content-Security-Policy, in a real headless Chromium, with no violation reported
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
+from tests.browser_kit import TENANT_SITE, chromium_page, needs_chromium, violations
 from tests.factories import open_session
-from tests.live_server import uvicorn_in_thread
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-TENANT_SITE = "http://shop.example.test"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed (.ci/run installs it)"),
-]
-
-#: Runs before any page script and is not subject to the page's CSP: records every violation the browser reports.
-WATCH_VIOLATIONS = """
-window.__csp = [];
-document.addEventListener("securitypolicyviolation", function (e) {
-  window.__csp.push(e.violatedDirective + " " + e.blockedURI);
-}, true);
-"""
-
-
-@pytest.fixture
-def asgi_server(settings) -> Iterator[str]:
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    with uvicorn_in_thread(log_level="warning") as address:
-        yield f"http://{address}"
-
-
-@contextmanager
-def chromium_page(*args: str) -> Iterator[tuple[Any, list[str]]]:
-    """A Chromium page and the CSP complaints of its console. Playwright runs an event loop on this thread, so
-    the database is set up before it starts."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                *args,
-            ],
-        )
-        page = browser.new_page()
-        page.add_init_script(WATCH_VIOLATIONS)
-        console: list[str] = []
-        page.on("console", lambda m: console.append(m.text) if "Content Security Policy" in m.text else None)
-        yield page, console
-        browser.close()
-
-
-def _violations(page: Any, console: list[str]) -> list[str]:
-    return page.evaluate("window.__csp") + console
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def test_the_chat_page_sends_and_streams_under_its_csp(acme, fake_ollama, asgi_server):
@@ -92,7 +39,7 @@ def _chat_page_sends_and_streams(page: Any, console: list[str], asgi_server: str
     assert done.text_content() == "您好，已收到。"
     assert page.eval_on_selector(".mdk-send", "b => getComputedStyle(b).backgroundColor") == "rgb(31, 136, 61)"
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(246, 248, 250)"
-    assert _violations(page, console) == []
+    assert violations(page, console) == []
 
 
 def test_an_injected_inline_script_is_blocked(acme, asgi_server):
@@ -145,7 +92,7 @@ def test_the_widget_works_on_a_tenant_site_with_a_strict_csp(acme, fake_ollama, 
         done = page.wait_for_selector(".mdk-assistant[data-done='1']", timeout=30000)
         assert done.text_content() == "Hello from the widget."
         assert page.eval_on_selector(".mdk-send", "b => getComputedStyle(b).backgroundColor") == "rgb(31, 136, 61)"
-        assert _violations(page, console) == []
+        assert violations(page, console) == []
 
 
 def test_the_admin_login_page_reports_no_violation(asgi_server):
@@ -153,4 +100,4 @@ def test_the_admin_login_page_reports_no_violation(asgi_server):
         response = page.goto(f"{asgi_server}/admin/login/")
         assert "default-src 'self'" in response.headers["content-security-policy"]
         page.wait_for_selector("input[name='username']")
-        assert _violations(page, console) == []
+        assert violations(page, console) == []

@@ -4,8 +4,6 @@ next message, and the end user rates the conversation — with no CSP violation 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from django.conf import settings as django_settings
 from django.test import Client
@@ -13,23 +11,10 @@ from django.test import Client
 from conversations.models import SessionRating
 from tenants.rls import tenant_scope
 from testkit.fake_ollama import Reply
-from tests.chat.test_browser_csp import WATCH_VIOLATIONS
+from tests.browser_kit import WATCH_VIOLATIONS, launch_chromium, needs_chromium
 from tests.factories import open_session
-from tests.live_server import uvicorn_in_thread
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed (.ci/run installs it)"),
-]
-
-
-@pytest.fixture
-def asgi_server(settings):
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    with uvicorn_in_thread(log_level="warning") as address:
-        yield f"http://{address}"
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def _staff_cookie(user) -> str:
@@ -48,10 +33,7 @@ def test_a_person_takes_over_in_the_console_and_hands_back(acme, staff, fake_oll
     fake_ollama.script(Reply(text="不客气，还有什么可以帮您？"))
     chat_url = f"{asgi_server}/chat/?session_id={sid}&token={opened['token']}&lang=zh"
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
+        browser = launch_chromium(p)
         customer = browser.new_context().new_page()
         agent_context = browser.new_context()
         agent_context.add_cookies([{"name": django_settings.SESSION_COOKIE_NAME, "value": cookie, "url": asgi_server}])

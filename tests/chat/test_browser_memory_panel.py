@@ -3,9 +3,6 @@ corrects one fact and forgets another, on the chat page and in the widget on a t
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -13,52 +10,10 @@ from rest_framework.test import APIClient
 
 from conversations.models import ChatSession
 from tenants.rls import tenant_scope
+from tests.browser_kit import TENANT_SITE, chromium_page, needs_chromium
 from tests.factories import TenantCtx, open_session, write_memory
-from tests.live_server import uvicorn_in_thread
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-TENANT_SITE = "http://shop.example.test"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed (.ci/run installs it)"),
-]
-
-#: Runs before any page script, outside the page's CSP: records every violation the browser reports.
-WATCH_VIOLATIONS = """
-window.__csp = [];
-document.addEventListener("securitypolicyviolation", function (e) {
-  window.__csp.push(e.violatedDirective + " " + e.blockedURI);
-}, true);
-"""
-
-
-@pytest.fixture
-def asgi_server(settings) -> Iterator[str]:
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    with uvicorn_in_thread(log_level="warning") as address:
-        yield f"http://{address}"
-
-
-@contextmanager
-def chromium_page(*args: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                *args,
-            ],
-        )
-        page = browser.new_page()
-        page.add_init_script(WATCH_VIOLATIONS)
-        yield page
-        browser.close()
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def _session(ctx: TenantCtx, end_user: str) -> tuple[dict[str, Any], ChatSession]:
@@ -95,7 +50,7 @@ def test_the_end_user_corrects_one_fact_and_forgets_another_on_the_chat_page(acm
     _two_memories(acme, session)
     bob_opened, bob = _session(acme, "bob")
     write_memory(acme, bob, "用户姓名：李四", type="user_profile", key="name", data={"name": "李四"})
-    with chromium_page() as page:
+    with chromium_page() as (page, _console):
         page.goto(f"{asgi_server}/chat/?session_id={opened['session_id']}&token={opened['token']}&lang=zh")
         # when she opens the panel
         page.click("summary:text('我们记得的关于您的信息')")
@@ -146,7 +101,10 @@ def test_the_widget_on_a_tenant_site_shows_the_panel_in_english(acme, asgi_serve
     headers = {"Content-Type": "text/html", "Content-Security-Policy": site_policy}
     # The tenant's site is public and memdesk on loopback here; Chromium's local-network-access block would
     # refuse the widget for that test-only reason (as in test_browser_csp.py).
-    with chromium_page("--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests") as page:
+    with chromium_page("--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests") as (
+        page,
+        _console,
+    ):
         page.route(f"{TENANT_SITE}/", lambda route: route.fulfill(status=200, body=html, headers=headers))
         page.goto(f"{TENANT_SITE}/")
         # when the visitor opens the panel and forgets the address
@@ -166,7 +124,7 @@ def test_the_end_user_turns_memory_off_with_the_switch(acme, asgi_server):
     acme.tenant.save(update_fields=["settings"])
     opened, session = _session(acme, "alice")
     _two_memories(acme, session)
-    with chromium_page() as page:
+    with chromium_page() as (page, _console):
         page.goto(f"{asgi_server}/chat/?session_id={opened['session_id']}&token={opened['token']}&lang=en")
         page.click("summary:text('What we remember about you')")
         _panel_texts(page)

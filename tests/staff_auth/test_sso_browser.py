@@ -3,25 +3,17 @@ admin login page's button, the provider's redirect back, and the admin showing t
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from tests.live_server import uvicorn_in_thread
+from tests.browser_kit import launch_chromium, needs_chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed (.ci/run installs it)"),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 @pytest.fixture
-def memdesk_server(settings):
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    with uvicorn_in_thread(log_level="warning") as address:
-        yield f"http://{address}"
+def memdesk_server(asgi_server: str) -> str:
+    """memdesk under uvicorn (the kit's asgi_server), named apart from the provider's server."""
+    return asgi_server
 
 
 def test_a_staff_member_signs_in_with_the_button_and_sees_their_tenant(acme, globex, provider, memdesk_server):
@@ -30,10 +22,7 @@ def test_a_staff_member_signs_in_with_the_button_and_sees_their_tenant(acme, glo
     # given a person in acme's owner group at the provider
     provider.account.groups = ["memdesk:acme:owner"]
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
+        browser = launch_chromium(p)
         page = browser.new_page()
         page.goto(f"{memdesk_server}/admin/login/?next=/admin/tenants/tenant/")
 
