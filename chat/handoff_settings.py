@@ -2,7 +2,8 @@
 
 Every trigger of a handoff to a person is a setting; a missing key takes its default, a value of the wrong
 type falls back to the default too (a typo in the admin must not fail every chat turn). docs/handoff.md is the
-reference; the defaults:
+reference. Only the end user's own request is on by default: the automatic triggers stop the AI answering, so a
+tenant turns them on once someone is there to answer. The defaults:
 
 =======================  ===========  ==============================================================
 key                      default      meaning
@@ -12,10 +13,10 @@ key                      default      meaning
 ``keywords``             ``[]``       the tenant's keyword rule: a message containing one is handed off
 ``model_tool``           ``false``    offer the model the built-in ``handoff_to_human`` tool (it costs
                                       prompt tokens on every turn, so a tenant turns it on)
-``confirmation_streak``  ``3``        this many replies in a row that needed the user's confirmation
+``confirmation_streak``  ``0``        this many replies in a row that needed the user's confirmation
                                       hand the next message off (0: off)
-``amnesia``              ``true``     a message after an amnesia alert whose empty-recall streak goes on
-``negative_mood_turns``  ``3``        this many negative messages in a row (``memory.mood``) (0: off)
+``amnesia``              ``false``    a message after an amnesia alert whose empty-recall streak goes on
+``negative_mood_turns``  ``0``        this many negative messages in a row (``memory.mood``) (0: off)
 ``offline_wait_s``       ``120``      waiting this long with nobody online offers to leave a message
 ``webhook_url``          ``""``       where a message left for the team is POSTed, signed (V2)
 =======================  ===========  ==============================================================
@@ -57,9 +58,9 @@ class HandoffSettings:
     phrases: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     model_tool: bool = False
-    confirmation_streak: int = 3
-    amnesia: bool = True
-    negative_mood_turns: int = 3
+    confirmation_streak: int = 0
+    amnesia: bool = False
+    negative_mood_turns: int = 0
     offline_wait_s: int = 120
     webhook_url: str = ""
 

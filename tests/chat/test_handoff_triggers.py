@@ -117,7 +117,9 @@ def test_one_reply_needing_confirmation_is_not_a_streak(acme, sid, fake_ollama):
 
 
 def test_an_amnesia_alert_whose_streak_goes_on_hands_off(acme, sid, fake_ollama):
-    # given: three empty-recall turns whose replies admit forgetting fire the amnesia alert
+    # given: a tenant with the amnesia trigger on; three empty-recall turns whose replies admit forgetting fire
+    # the amnesia alert
+    configure(acme, amnesia=True)
     fake_ollama.default_reply = "抱歉，我不太记得了，请再说一遍。"
     for text in ("嗯", "啊", "哦"):
         assert send(acme, sid, text).status_code == 200
@@ -142,6 +144,18 @@ def test_negative_messages_in_a_row_hand_off(acme, sid, fake_ollama):
     row = session_row(acme, sid)
     assert (row.state, row.handoff_trigger) == ("waiting_for_human", "negative_mood")
     assert len(fake_ollama.chat_requests) == 1
+
+
+def test_by_default_only_the_end_users_own_request_hands_off(acme, sid, fake_ollama):
+    # given a tenant that set nothing, and an angry customer whose replies need confirmation
+    fake_ollama.default_reply = "非常抱歉，我不太记得了，请再说一遍。"
+    # when they write four angry messages in a row
+    for text in ("气死我了，快递等了三天还没到", "太过分了！！", "你们到底怎么回事！！", "垃圾服务，气死了"):
+        response = send(acme, sid, text)
+        # then the AI keeps answering: the automatic triggers wait for the tenant to turn them on
+        assert response.status_code == 200, response.content
+    assert session_row(acme, sid).state == "ai"
+    assert len(fake_ollama.chat_requests) == 4
 
 
 def test_one_negative_message_is_not_a_mood(acme, sid, fake_ollama):
