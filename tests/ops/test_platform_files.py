@@ -48,6 +48,7 @@ MEMDESK_METRICS: dict[str, str] = {
     "memdesk_websocket_connections": "gauge",
     "memdesk_batch_items_total": "counter",
     "memdesk_memory_cleanup_total": "counter",
+    "memdesk_csat": "histogram",
 }
 HISTOGRAM_SERIES = ("_bucket", "_sum", "_count")
 REQUIRED_SERVICES = {"db", "redis", "ollama", "migrate", "web", "worker", "prometheus", "grafana"}
