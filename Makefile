@@ -34,8 +34,14 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install --quiet torch==$(TORCH_VERSION) -r requirements-dev.txt
 	touch $@
 
+# The staff pages' catalogues (locale/*/django.po) compiled to .mo on every install, so an edited .po is live at
+# the next `make run` or `make test`; pure Python (polib), no GNU gettext needed.
+COMPILEMESSAGES := $(BIN)/python manage.py compile_catalogues --verbosity 0
+
 install: $(VENV)/.installed
+	$(COMPILEMESSAGES)
 install-dev: $(VENV)/.installed-dev
+	$(COMPILEMESSAGES)
 
 run: install
 	$(BIN)/python manage.py migrate --noinput

@@ -94,7 +94,10 @@ class SessionRatingAdmin(AuditedReadsAdmin, TenantScopedAdmin):
                 .annotate(ratings=Count("id"), average=Avg("score"))
                 .order_by("tenant__slug", "handled_by", "staff__username")
             )
-            response.context_data["rating_summary"] = list(rows)
+            labels = dict(SessionRating.HandledBy.choices)
+            response.context_data["rating_summary"] = [
+                {**row, "handled_by_label": labels.get(row["handled_by"], row["handled_by"])} for row in rows
+            ]
         return response
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import handoff
+from chat.console_text import console_text_json
 from conversations.access import resolve_session
 
 
@@ -99,6 +100,7 @@ class SessionRatingView(APIView):
 def staff_console(request: HttpRequest) -> HttpResponse:
     """The staff console: the live queue of the user's tenants, the handoff note of the conversation taken, the
     conversation itself. Everything live comes over ``ws/staff/`` (``chat.staff_consumer``); the page is static
-    markup and ``memdesk/console.js`` (no inline script or handler: the CSP allows neither)."""
+    markup and ``memdesk/console.js`` (no inline script or handler: the CSP allows neither), with its words in the
+    staff member's language as a JSON data block (``chat.console_text``)."""
     tenants = handoff.staff_tenants(request.user)
-    return render(request, "chat/staff_console.html", {"tenants": tenants})
+    return render(request, "chat/staff_console.html", {"tenants": tenants, "console_text": console_text_json()})

@@ -6,6 +6,7 @@ import uuid
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from conversations.models import ChatSession
 from tenants.models import Tenant
@@ -75,9 +76,9 @@ class Batch(TenantOwned):
     """
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -91,7 +92,7 @@ class Batch(TenantOwned):
     last_success_id = models.JSONField(null=True, blank=True)
     failures = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    job_id = models.BigIntegerField(null=True, blank=True, help_text="The procrastinate job running this batch.")
+    job_id = models.BigIntegerField(null=True, blank=True, help_text=_("The procrastinate job running this batch."))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -14,6 +14,7 @@ from conversations.staff_access import StaffRead, What, record_request_reads
 from memory.fetch import scope_q, valid_q
 from memory.models import MemoryUnit
 from tenants.admin_base import member_tenant_ids
+from tenants.local_time import tenant_timezone
 
 
 @require_GET
@@ -57,7 +58,8 @@ def live_sessions(request: HttpRequest) -> HttpResponse:
             .filter(scope_q(session), valid_q(now))
             .order_by("type", "-relevance_score")[:30]
         )
-        rows.append({"session": session, "memories": list(memories)})
+        zone = tenant_timezone(session.tenant)  # each session is one tenant's: its times in that tenant's zone
+        rows.append({"session": session, "memories": list(memories), "zone": zone, "zone_name": str(zone)})
     shown = [row["session"] for row in rows]
     record_request_reads(request, [StaffRead(s.tenant_id, s.end_user_id, What.MEMORIES, s.pk) for s in shown])
     return render(request, "chat/live_sessions.html", {"rows": rows})

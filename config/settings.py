@@ -95,9 +95,13 @@ MIDDLEWARE = [
     "config.csp.CSPMiddleware",
     "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The staff pages' language: the language cookie (/i18n/setlang/), then the browser's Accept-Language;
+    # StaffLanguageMiddleware below puts a signed-in staff member's saved choice first (docs/operations.md).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "staff_auth.language.StaffLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tenants.middleware.TenantMiddleware",
@@ -213,6 +217,9 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+# memdesk's own catalogues (staff pages, admin customisations); Django's admin brings its own. Compiled by
+# `manage.py compilemessages` (make run, make test, the image); the .mo files are not committed.
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

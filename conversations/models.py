@@ -13,6 +13,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from tenants.models import EndUser, Tenant
 from tenants.scoping import TenantOwned
@@ -24,13 +25,13 @@ def _default_expiry():  # noqa: ANN202 - Django default callable
 
 class ChatSession(TenantOwned):
     class Status(models.TextChoices):
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     class State(models.TextChoices):
-        AI = "ai", "The AI answers"
-        WAITING_FOR_HUMAN = "waiting_for_human", "Waiting for a person"
-        WITH_HUMAN = "with_human", "A person answers"
+        AI = "ai", _("The AI answers")
+        WAITING_FOR_HUMAN = "waiting_for_human", _("Waiting for a person")
+        WITH_HUMAN = "with_human", _("A person answers")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
@@ -43,15 +44,15 @@ class ChatSession(TenantOwned):
     closed_at = models.DateTimeField(null=True, blank=True)
     topic = models.CharField(max_length=200, blank=True, default="")
     context_reset_pending = models.BooleanField(
-        default=False, help_text="A topic switch was detected; the next prompt carries <|context_reset|>."
+        default=False, help_text=_("A topic switch was detected; the next prompt carries <|context_reset|>.")
     )
     #: The topic the session is on and the topics it left, frozen (memory/topic_freeze.py documents the shape).
     topic_state = models.JSONField(default=dict, blank=True, db_default=models.Value({}, models.JSONField()))
     empty_recall_streak = models.PositiveIntegerField(
-        default=0, help_text="Consecutive turns where neither the rule nor the vector stage found anything."
+        default=0, help_text=_("Consecutive turns where neither the rule nor the vector stage found anything.")
     )
     amnesia_alerted = models.BooleanField(
-        default=False, help_text="An amnesia alert fired during the current empty-recall streak."
+        default=False, help_text=_("An amnesia alert fired during the current empty-recall streak.")
     )
     #: Who answers (API.md § Handoff to a person): the AI, nobody yet (waiting in the staff queue), or a
     #: staff member (``assigned_to``). A closed session is ``status`` closed, whatever its state was.
@@ -89,15 +90,15 @@ class ChatSession(TenantOwned):
 
 class Message(TenantOwned):
     class Role(models.TextChoices):
-        USER = "user", "User"
-        ASSISTANT = "assistant", "Assistant"
-        TOOL = "tool", "Tool"
-        STAFF = "staff", "Staff"
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
+        TOOL = "tool", _("Tool")
+        STAFF = "staff", _("Staff")
 
     class Status(models.TextChoices):
-        COMPLETE = "complete", "Complete"
-        PARTIAL = "partial", "Partial (stream interrupted)"
-        FAILED = "failed", "Failed"
+        COMPLETE = "complete", _("Complete")
+        PARTIAL = "partial", _("Partial (stream interrupted)")
+        FAILED = "failed", _("Failed")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -109,7 +110,7 @@ class Message(TenantOwned):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.COMPLETE)
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
-    seq = models.PositiveIntegerField(default=0, editable=False, help_text="Order within the session.")
+    seq = models.PositiveIntegerField(default=0, editable=False, help_text=_("Order within the session."))
     #: When the message's conversation units were written (memory.conversation); NULL until then, so a
     #: process that died between the reply and the write leaves the message for ``index_pending``.
     memory_indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -155,10 +156,10 @@ class StaffAccess(TenantOwned):
     to answer "who looked at my data". Goes with the end user on erasure."""
 
     class What(models.TextChoices):
-        CONVERSATION = "conversation"
-        MEMORIES = "memories"
-        MEMORY = "memory"
-        EXPORT = "export"
+        CONVERSATION = "conversation", _("Conversation")
+        MEMORIES = "memories", _("Memories")
+        MEMORY = "memory", _("Memory")
+        EXPORT = "export", _("Export")
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -184,9 +185,10 @@ class SessionRating(TenantOwned):
     the first. ``handled_by`` and ``staff`` say who answered: the AI, a staff member, or both."""
 
     class HandledBy(models.TextChoices):
-        AI = "ai"
-        STAFF = "staff"
-        BOTH = "both"
+        # "Ai" is the label Django derived when the field was made; the English catalogue writes it "AI".
+        AI = "ai", _("Ai")
+        STAFF = "staff", _("Staff")
+        BOTH = "both", _("Both")
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")

@@ -21,7 +21,10 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.formats import date_format, number_format
 from django.utils.html import format_html_join
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from config.errors import ApiError
 from conversations.staff_access import AuditedReadsAdmin, What
@@ -58,13 +61,13 @@ def _history_html(obj: MemoryUnit, show: Any) -> str:
     return (
         format_html_join(
             "",
-            "<div>{} — <b>{}</b> by {}{}: {} → {}</div>",
+            "<div>{} — <b>{}</b> {}: {} → {}</div>",
             (
                 (
-                    e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                    e.kind,
-                    e.actor,
-                    f" ({e.actor_user})" if e.actor_user_id else "",
+                    date_format(timezone.localtime(e.created_at), "Y-m-d H:i:s"),  # the page's zone
+                    e.get_kind_display(),
+                    gettext("by %(actor)s")
+                    % {"actor": e.get_actor_display() + (f" ({e.actor_user})" if e.actor_user_id else "")},
                     show((e.before or {}).get("content", e.before)) if e.before else "–",
                     show((e.after or {}).get("content", e.after)) if e.after else "–",
                 )
@@ -76,11 +79,11 @@ def _history_html(obj: MemoryUnit, show: Any) -> str:
 
 
 class ExpiredFilter(admin.SimpleListFilter):
-    title = "expired"
+    title = _("expired")
     parameter_name = "expired"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("no", "Valid now"), ("yes", "Expired")]
+        return [("no", _("Valid now")), ("yes", _("Expired"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         now = timezone.now()
@@ -92,12 +95,12 @@ class ExpiredFilter(admin.SimpleListFilter):
 
 
 class ScoreFilter(admin.SimpleListFilter):
-    title = "relevance score"
+    title = _("relevance score")
     parameter_name = "score"
     RANGES = {"low": (0.0, 0.7), "mid": (0.7, 1.2), "high": (1.2, 2.01)}
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("low", "< 0.7 (asks to confirm)"), ("mid", "0.7 – 1.2"), ("high", "≥ 1.2")]
+        return [("low", _("< 0.7 (asks to confirm)")), ("mid", "0.7 – 1.2"), ("high", "≥ 1.2")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         if self.value() in self.RANGES:
@@ -107,12 +110,20 @@ class ScoreFilter(admin.SimpleListFilter):
 
 
 class MemoryForm(forms.ModelForm):
-    expires_at = forms.DateTimeField(help_text="UTC")
+    """Built when the admin is imported, before ``memory.labels`` names the fields: it names their labels."""
+
+    expires_at = forms.DateTimeField(label=_("Expires at"))
 
     class Meta:
         model = MemoryUnit
         fields = ("content", "data", "expires_at")
+        labels = {"content": _("Content"), "data": _("Data")}
         widgets = {"content": forms.Textarea(attrs={"rows": 3, "maxlength": MAX_CONTENT})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Shown and read in the memory's tenant's time zone (TenantScopedAdmin.changeform_view): say which.
+        self.fields["expires_at"].help_text = timezone.get_current_timezone_name()
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -124,7 +135,7 @@ class MemoryForm(forms.ModelForm):
                 self.add_error("content", exc.message)
         expires_at = cleaned.get("expires_at")
         if expires_at is not None and expires_at <= self.instance.created_at:
-            self.add_error("expires_at", "must be after the memory was created")
+            self.add_error("expires_at", _("Must be after the memory was created."))
         return cleaned
 
 
@@ -158,27 +169,27 @@ class MemoryUnitAdmin(AuditedReadsAdmin, TenantScopedAdmin):
         actions.pop("delete_selected", None)
         return actions
 
-    @admin.display(description="score", ordering="relevance_score")
+    @admin.display(description=_("score"), ordering="relevance_score")
     def score(self, obj: MemoryUnit) -> str:
-        return f"{obj.relevance_score:.2f}"
+        return number_format(obj.relevance_score, 2)
 
-    @admin.display(boolean=True, description="expired")
+    @admin.display(boolean=True, description=_("expired"))
     def is_expired(self, obj: MemoryUnit) -> bool:
         return not is_valid_at(obj, timezone.now())
 
-    @admin.display(description="history")
+    @admin.display(description=_("history"))
     def history(self, obj: MemoryUnit) -> str:
         return _history_html(obj, lambda value: value)
 
-    @admin.display(description="history")
+    @admin.display(description=_("history"))
     def masked_history(self, obj: MemoryUnit) -> str:
         return _history_html(obj, mask_obj)
 
-    @admin.display(description="content")
+    @admin.display(description=_("content"))
     def masked_content(self, obj: MemoryUnit) -> str:
         return mask_text(obj.content)
 
-    @admin.display(description="data")
+    @admin.display(description=_("data"))
     def masked_data(self, obj: MemoryUnit) -> Any:
         return mask_obj(obj.data)
 
@@ -187,7 +198,7 @@ class MemoryUnitAdmin(AuditedReadsAdmin, TenantScopedAdmin):
     def get_list_display(self, request: HttpRequest) -> Any:
         tenants = unmasked_tenants(request)
 
-        @admin.display(description="content", ordering="content")
+        @admin.display(description=_("content"), ordering="content")
         def content(obj: MemoryUnit) -> str:
             return obj.content if tenants is None or obj.tenant_id in tenants else mask_text(obj.content)
 
@@ -221,30 +232,37 @@ class MemoryUnitAdmin(AuditedReadsAdmin, TenantScopedAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memories are written by the runtime and the API
 
-    def _each(self, request: HttpRequest, queryset: QuerySet, fn: Any, verb: str) -> None:
+    def _each(self, request: HttpRequest, queryset: QuerySet, fn: Any, done: Any) -> None:
         count = 0
         for memory in queryset.select_related("tenant", "end_user"):
             fn(memory)
             count += 1
-        self.message_user(request, f"{count} memor{'y' if count == 1 else 'ies'} {verb}.", messages.SUCCESS)
+        self.message_user(request, done(count) % {"count": count}, messages.SUCCESS)
 
-    @admin.action(description="Expire now")
+    @admin.action(description=_("Expire now"))
     def expire_now(self, request: HttpRequest, queryset: QuerySet) -> None:
         actor = audit.Actor.staff(request.user)
-        self._each(request, queryset, lambda m: lifecycle.do_expire_memory(m.tenant, m, actor=actor), "expired")
+        self._each(
+            request, queryset, lambda m: lifecycle.do_expire_memory(m.tenant, m, actor=actor),
+            lambda n: ngettext("%(count)d memory expired.", "%(count)d memories expired.", n),
+        )  # fmt: skip
 
-    @admin.action(description="Extend 24 h")
+    @admin.action(description=_("Extend 24 h"))
     def extend_24h(self, request: HttpRequest, queryset: QuerySet) -> None:
         actor = audit.Actor.staff(request.user)
         seconds = int(timedelta(hours=24).total_seconds())
         self._each(
-            request, queryset, lambda m: lifecycle.do_extend_memory(m.tenant, m, seconds, actor=actor), "extended"
-        )
+            request, queryset, lambda m: lifecycle.do_extend_memory(m.tenant, m, seconds, actor=actor),
+            lambda n: ngettext("%(count)d memory extended.", "%(count)d memories extended.", n),
+        )  # fmt: skip
 
-    @admin.action(description="Delete (history is kept)")
+    @admin.action(description=_("Delete (history is kept)"))
     def delete_memories(self, request: HttpRequest, queryset: QuerySet) -> None:
         actor = audit.Actor.staff(request.user)
-        self._each(request, queryset, lambda m: lifecycle.do_delete_memory(m.tenant, m, actor=actor), "deleted")
+        self._each(
+            request, queryset, lambda m: lifecycle.do_delete_memory(m.tenant, m, actor=actor),
+            lambda n: ngettext("%(count)d memory deleted.", "%(count)d memories deleted.", n),
+        )  # fmt: skip
 
 
 @admin.register(MemoryEvent)
@@ -256,11 +274,11 @@ class MemoryEventAdmin(AuditedReadsAdmin, TenantScopedAdmin):
     search_fields = ("=memory_id", "note", "end_user__external_id")
     readonly_fields = ("tenant", "end_user", "memory_id", "kind", "actor", "actor_user", "before", "after", "note")
 
-    @admin.display(description="before")
+    @admin.display(description=_("before"))
     def masked_before(self, obj: MemoryEvent) -> Any:
         return mask_obj(obj.before)
 
-    @admin.display(description="after")
+    @admin.display(description=_("after"))
     def masked_after(self, obj: MemoryEvent) -> Any:
         return mask_obj(obj.after)
 

@@ -1,6 +1,13 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
+    verbose_name = _("Memory")
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memory import labels  # the models are loaded only now
+
+        labels.apply()

@@ -17,6 +17,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from conversations.models import ChatSession, Message
@@ -32,11 +33,11 @@ _NIL_UUID = uuid.UUID(int=0)
 
 
 class MemoryType(models.TextChoices):
-    USER_PROFILE = "user_profile", "User profile"
-    SESSION_STATE = "session_state", "Session state"
-    TOOL_RESULT = "tool_result", "Tool result"
-    FACT_REFERENCE = "fact_reference", "Fact reference"
-    BATCH_OPERATION = "batch_operation", "Batch operation"
+    USER_PROFILE = "user_profile", _("User profile")
+    SESSION_STATE = "session_state", _("Session state")
+    TOOL_RESULT = "tool_result", _("Tool result")
+    FACT_REFERENCE = "fact_reference", _("Fact reference")
+    BATCH_OPERATION = "batch_operation", _("Batch operation")
 
 
 #: Types that belong to one session; the others belong to the end user.
@@ -49,7 +50,7 @@ class MemoryUnit(TenantOwned):
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="memories")
     session = models.ForeignKey(
         ChatSession, null=True, blank=True, on_delete=models.CASCADE, related_name="memories",
-        help_text="Set only for session-scoped types (session_state, batch_operation).",
+        help_text=_("Set only for session-scoped types (session_state, batch_operation)."),
     )  # fmt: skip
     type = models.CharField(max_length=20, choices=MemoryType.choices)
     key = models.CharField(max_length=100, null=True, blank=True)
@@ -120,23 +121,24 @@ class MemoryEvent(TenantOwned):
     """Audit trail: one row per change or use of a memory; outlives the memory."""
 
     class Kind(models.TextChoices):
-        CREATE = "create"
-        REPLACE = "replace"
-        EDIT = "edit"
-        USE = "use"
-        IGNORE = "ignore"
-        MISLEAD = "mislead"
-        CONFIRM = "confirm"
-        EXPIRE = "expire"
-        EXTEND = "extend"
-        RESTORE = "restore"
-        DELETE = "delete"
+        CREATE = "create", _("Create")
+        REPLACE = "replace", _("Replace")
+        EDIT = "edit", _("Edit")
+        USE = "use", _("Use")
+        IGNORE = "ignore", _("Ignore")
+        MISLEAD = "mislead", _("Mislead")
+        CONFIRM = "confirm", _("Confirm")
+        EXPIRE = "expire", _("Expire")
+        EXTEND = "extend", _("Extend")
+        RESTORE = "restore", _("Restore")
+        DELETE = "delete", _("Delete")
 
     class Actor(models.TextChoices):
-        SYSTEM = "system"
-        END_USER = "end_user"
-        TENANT_API = "tenant_api"
-        STAFF = "staff"
+        # The labels Django derived when the field was made ("Tenant Api"); the English catalogue tidies them.
+        SYSTEM = "system", _("System")
+        END_USER = "end_user", _("End User")
+        TENANT_API = "tenant_api", _("Tenant Api")
+        STAFF = "staff", _("Staff")
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")

@@ -9,11 +9,14 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from staff_auth.invitations import InvitationError, do_invite
 from staff_auth.models import Invitation, StaffAuthEvent
 from tenants.admin_base import TenantScopedAdmin, member_tenant_ids
+from tenants.local_time import tenant_timezone
 from tenants.models import Membership
 
 OWNERS = {Membership.Role.OWNER}
@@ -69,18 +72,20 @@ class InvitationAdmin(OwnersOnlyAdmin):
             do_invite(obj, invited_by=request.user, link=link)
         except InvitationError as error:
             raise PermissionDenied(error.message) from error
+        zone = tenant_timezone(obj.tenant)
+        until = formats.date_format(timezone.localtime(obj.expires_at, zone), "DATETIME_FORMAT")
         self.message_user(
             request,
-            f"The invitation e-mail goes to {obj.email}; its link works once, until "
-            f"{obj.expires_at:%Y-%m-%d %H:%M} UTC.",
+            gettext("The invitation e-mail goes to %(email)s; its link works once, until %(until)s (%(zone)s).")
+            % {"email": obj.email, "until": until, "zone": zone},
             level=messages.INFO,
         )
 
-    @admin.display(description="status")
+    @admin.display(description=_("status"))
     def status(self, obj: Invitation) -> str:
         if obj.accepted_at is not None:
-            return "accepted"
-        return "expired" if obj.expires_at <= timezone.now() else "pending"
+            return gettext("accepted")
+        return gettext("expired") if obj.expires_at <= timezone.now() else gettext("pending")
 
 
 @admin.register(StaffAuthEvent)

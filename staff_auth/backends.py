@@ -27,6 +27,7 @@ import requests
 from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.translation import gettext
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from staff_auth.sso import SsoRefused, do_sso_login
@@ -48,8 +49,10 @@ def _refuse(request: HttpRequest, reason: SsoRefused) -> None:
 def _unverified() -> SsoRefused:
     return SsoRefused(
         "unverified_answer",
-        "The identity provider's answer could not be verified, so you are not signed in. Try again; if it keeps "
-        "failing, tell your administrator.",
+        gettext(
+            "The identity provider's answer could not be verified, so you are not signed in. Try again; if it "
+            "keeps failing, tell your administrator."
+        ),
     )
 
 

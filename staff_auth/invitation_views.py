@@ -9,9 +9,11 @@ from django.contrib.auth import get_user_model, login
 from django.contrib.auth.forms import SetPasswordForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from staff_auth.invitations import InvitationError, check_acceptance, do_accept_invitation
+from tenants.local_time import tenant_timezone
 from tenants.models import Membership
 
 TEMPLATE = "staff_auth/invitation.html"
@@ -35,10 +37,13 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
                 login(request, account, backend="django.contrib.auth.backends.ModelBackend")
                 return _joined(request, membership)
     except InvitationError as error:
-        return render(request, TEMPLATE, {"title": "Invitation", "error": error}, status=error.status)
-    return render(request, TEMPLATE, {"title": "Invitation", "invitation": invitation, "form": form})
+        return render(request, TEMPLATE, {"title": gettext("Invitation"), "error": error}, status=error.status)
+    zone = tenant_timezone(invitation.tenant)  # the page shows this tenant's invitation: its time zone
+    context = {"title": gettext("Invitation"), "invitation": invitation, "form": form, "zone": zone}
+    return render(request, TEMPLATE, {**context, "zone_name": str(zone)})
 
 
 def _joined(request: HttpRequest, membership: Membership) -> HttpResponse:
-    messages.success(request, f"You are now {membership.get_role_display()} of {membership.tenant.name}.")
+    text = gettext("You are now %(role)s of %(tenant)s.")
+    messages.success(request, text % {"role": membership.get_role_display(), "tenant": membership.tenant.name})
     return redirect("admin:index")

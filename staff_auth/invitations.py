@@ -35,10 +35,12 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from staff_auth.audit import record_event
 from staff_auth.models import Invitation, SsoMembership, StaffAuthEvent, hash_invitation_token
+from tenants.local_time import tenant_timezone
 from tenants.models import Membership, Tenant
 
 logger = logging.getLogger(__name__)
@@ -60,22 +62,24 @@ class InvitationError(Exception):
 def _not_found() -> InvitationError:
     return InvitationError(
         "invitation_not_found",
-        "This invitation link is not valid. Check that you opened the whole link from the e-mail; the invitation "
-        "may also have been withdrawn. Ask the person who invited you for a new one.",
+        gettext(
+            "This invitation link is not valid. Check that you opened the whole link from the e-mail; the "
+            "invitation may also have been withdrawn. Ask the person who invited you for a new one."
+        ),
         404,
     )
 
 
 def _used() -> InvitationError:
     return InvitationError(
-        "invitation_used", "This invitation has already been accepted. Sign in to the admin instead.", 410
+        "invitation_used", gettext("This invitation has already been accepted. Sign in to the admin instead."), 410
     )
 
 
 def _expired() -> InvitationError:
     return InvitationError(
         "invitation_expired",
-        "This invitation has expired. Ask the person who invited you to send a new one.",
+        gettext("This invitation has expired. Ask the person who invited you to send a new one."),
         410,
     )
 
@@ -91,7 +95,9 @@ def may_invite(user: Any, tenant: Tenant) -> bool:
 def check_can_invite(user: Any, tenant: Tenant) -> None:
     if not may_invite(user, tenant):
         raise InvitationError(
-            "not_allowed_to_invite", f"Only an owner of {tenant.slug} can invite staff to it.", status=403
+            "not_allowed_to_invite",
+            gettext("Only an owner of %(tenant)s can invite staff to it.") % {"tenant": tenant.slug},
+            status=403,
         )
 
 
@@ -118,19 +124,21 @@ def do_invite(invitation: Invitation, *, invited_by: Any, link: Callable[[str], 
             role=invitation.role,
             expires_at=invitation.expires_at.isoformat(),
         )
-        transaction.on_commit(lambda: _send(invitation, url))
+        language = translation.get_language()  # the inviter's: the e-mail is written in it
+        transaction.on_commit(lambda: _send(invitation, url, language))
 
 
-def _send(invitation: Invitation, url: str) -> None:
-    context = {"invitation": invitation, "tenant": invitation.tenant, "url": url, "inviter": invitation.invited_by}
-    subject = f"You are invited to {invitation.tenant.name} on memdesk"
+def _send(invitation: Invitation, url: str, language: str | None) -> None:
+    zone = tenant_timezone(invitation.tenant)
+    context = {
+        "invitation": invitation, "tenant": invitation.tenant, "url": url, "inviter": invitation.invited_by,
+        "zone": zone, "zone_name": str(zone),
+    }  # fmt: skip
     try:
-        send_mail(
-            subject,
-            render_to_string("staff_auth/invitation_email.txt", context),
-            settings.DEFAULT_FROM_EMAIL,
-            [invitation.email],
-        )
+        with translation.override(language):
+            subject = gettext("You are invited to %(tenant)s on memdesk") % {"tenant": invitation.tenant.name}
+            body = render_to_string("staff_auth/invitation_email.txt", context)
+        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [invitation.email])
     except Exception:
         # After commit: the invitation stands, only its e-mail failed. The owner sees it as pending and can
         # delete it and invite again once the mail server answers.
@@ -174,15 +182,19 @@ def _refusal(invitation: Invitation | None, user: Any) -> InvitationError | None
     if user is not None and (not user.email or user.email.casefold() != invitation.email.casefold()):
         return InvitationError(
             "invitation_for_another_address",
-            f"This invitation is for {invitation.email}, and you are signed in as {user.get_username()}. "
-            "Sign out and open the link again, or ask for an invitation to your own address.",
+            gettext(
+                "This invitation is for %(email)s, and you are signed in as %(username)s. Sign out and open the "
+                "link again, or ask for an invitation to your own address."
+            )
+            % {"email": invitation.email, "username": user.get_username()},
             status=403,
             invitation=invitation,
         )
     if user is None and _account_for(invitation.email) is not None:
         return InvitationError(
             "account_exists",
-            f"An account for {invitation.email} already exists: sign in first, and you will come back here to accept.",
+            gettext("An account for %(email)s already exists: sign in first, and you will come back here to accept.")
+            % {"email": invitation.email},
             status=200,
             invitation=invitation,
         )

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from staff_auth.audit import record_event
 from staff_auth.groups import claimed_roles, group_names
@@ -52,8 +53,10 @@ NO_GROUP = "no_memdesk_group"
 def _no_group() -> SsoRefused:
     return SsoRefused(
         NO_GROUP,
-        "Your account has no memdesk group at the identity provider, so it gives no access here. "
-        "Ask your administrator to add you to a group such as memdesk:<tenant>:agent.",
+        gettext(
+            "Your account has no memdesk group at the identity provider, so it gives no access here. "
+            "Ask your administrator to add you to a group such as memdesk:<tenant>:agent."
+        ),
     )
 
 
@@ -76,7 +79,7 @@ def do_sso_login(*, issuer: str, claims: Mapping[str, Any]) -> Any:
     :class:`SsoRefused` (with the changes made up to the refusal committed). See the module docstring."""
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
-        raise SsoRefused("missing_subject", "The identity provider did not say who you are (no 'sub' claim).")
+        raise SsoRefused("missing_subject", gettext("The identity provider did not say who you are (no 'sub' claim)."))
     grants = tenant_grants(claims)
     try:
         with transaction.atomic():
@@ -108,9 +111,9 @@ def _sign_in(issuer: str, subject: str, claims: Mapping[str, Any], grants: list[
         reason = "superuser_account" if user.is_superuser else "inactive_account"
         record_event(Kind.SSO_REFUSED, user=user, reason=reason, subject=subject)
         message = (
-            "This account is a superuser: sign in with its password."
+            gettext("This account is a superuser: sign in with its password.")
             if user.is_superuser
-            else "This account is deactivated in memdesk."
+            else gettext("This account is deactivated in memdesk.")
         )
         return None, SsoRefused(reason, message)
     _sync_memberships(user, grants)

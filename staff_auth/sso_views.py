@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.translation import gettext
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from staff_auth.backends import refusal
@@ -41,8 +42,10 @@ class CallbackView(_WhenEnabled, OIDCAuthenticationCallbackView):
         if reason is not None:
             text = reason.message
         elif self.request.GET.get("error"):
-            text = f"The identity provider did not sign you in ({self.request.GET['error'][:100]})."
+            text = gettext("The identity provider did not sign you in (%(error)s).") % {
+                "error": self.request.GET["error"][:100]
+            }
         else:
-            text = "Single sign-on did not complete. Start again from the sign-in page."
+            text = gettext("Single sign-on did not complete. Start again from the sign-in page.")
         messages.error(self.request, text)
         return HttpResponseRedirect(reverse("admin:login"))

@@ -6,6 +6,9 @@ of; owners and admins may change them, agents may only look. Foreign-key
 choices are limited the same way, so nobody can move a row into a tenant they
 do not belong to, and so are the changelist's tenant filter's choices, which
 would otherwise list every tenant's slug and id (:class:`MemberTenantFilter`).
+
+A row's own page shows its times, and reads those typed into its form, in its
+tenant's time zone (``tenants.local_time``); lists, which mix tenants, keep UTC.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.http import HttpRequest
+from django.utils import timezone
 
+from tenants.local_time import tenant_timezone
 from tenants.models import Membership, Tenant
 
 EDIT_ROLES = {Membership.Role.OWNER, Membership.Role.ADMIN}
@@ -64,6 +70,21 @@ class TenantScopedAdmin(admin.ModelAdmin):
         except FieldDoesNotExist:  # a lookup path such as "session__tenant": left as written
             return entry
         return (entry, MemberTenantFilter) if getattr(field, "related_model", None) is Tenant else entry
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        """One row's page in its tenant's time zone: the template renders inside the override, so the response
+        is rendered here rather than after the view returns."""
+        obj = self.get_object(request, unquote(object_id)) if object_id else None
+        tenant = obj if isinstance(obj, Tenant) else getattr(obj, "tenant", None)
+        if tenant is None:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        with timezone.override(tenant_timezone(tenant)):
+            response = super().changeform_view(request, object_id, form_url, extra_context)
+            if hasattr(response, "render") and not response.is_rendered:
+                response.render()
+        return response
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:
         qs = self.model._default_manager.get_queryset()

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from tenants.scoping import TenantOwned
 
@@ -34,26 +35,26 @@ class Tenant(models.Model):
     agent_role = models.TextField(
         blank=True,
         default="",
-        help_text="Role text for the agent's system prompt; empty uses memdesk's default role.",
+        help_text=_("Role text for the agent's system prompt; empty uses memdesk's default role."),
     )
     allowed_origins = models.JSONField(
         default=list,
         blank=True,
-        help_text='Origins allowed to embed the chat widget, e.g. ["https://shop.example.com"].',
+        help_text=_('Origins allowed to embed the chat widget, e.g. ["https://shop.example.com"].'),
     )
     language = models.CharField(max_length=10, default="zh", choices=[("zh", "中文"), ("en", "English")])
     settings = models.JSONField(default=dict, blank=True)
     signing_secret = models.CharField(max_length=100, default=_new_signing_secret, editable=False)
     send_legacy_signature = models.BooleanField(
         default=True,
-        help_text=(
+        help_text=_(
             "Also send the body-only X-Memdesk-Signature header on tool calls. Turn it off once your back end "
             "checks X-Memdesk-Signature-V2, which carries a timestamp and so cannot be replayed."
         ),
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_cleanup_at = models.DateTimeField(
-        null=True, blank=True, editable=False, help_text="When the automatic memory cleanup last ran."
+        null=True, blank=True, editable=False, help_text=_("When the automatic memory cleanup last ran.")
     )
 
     class Meta:
@@ -65,9 +66,9 @@ class Tenant(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        OWNER = "owner", "Owner"
-        ADMIN = "admin", "Admin"
-        AGENT = "agent", "Agent"
+        OWNER = "owner", _("Owner")
+        ADMIN = "admin", _("Admin")
+        AGENT = "agent", _("Agent")
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
@@ -144,7 +145,7 @@ class EndUser(TenantOwned):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     memory_enabled = models.BooleanField(
         default=True,
-        help_text=(
+        help_text=_(
             'The end user\'s own switch (tenant setting end_user_memory = "end_user_choice"): when off, nothing '
             "new is remembered about them and recall returns nothing."
         ),

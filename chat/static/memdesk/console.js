@@ -2,12 +2,23 @@
  *
  * Talks to ws/staff/ (chat/staff_consumer.py; frames in docs/api-extensions.md). Every piece of text from the
  * server is put in with textContent, never as markup; handlers are attached here, never inline (the page's
- * CSP refuses inline handlers). Pings every 20 s: that is also how memdesk knows someone is online. */
+ * CSP refuses inline handlers). Pings every 20 s: that is also how memdesk knows someone is online.
+ * Its words come from the page, in the staff member's language: the JSON block #mdk-console-text
+ * (chat/console_text.py); "{name}" in one is filled in by t(). */
 (function () {
   "use strict";
   var root = document.getElementById("mdk-console");
   if (!root) return;
   var $ = function (id) { return document.getElementById(id); };
+  var words = {};
+  try { words = JSON.parse($("mdk-console-text").textContent); } catch (e) { words = {}; }
+  function t(key, values) {
+    var text = words[key] !== undefined ? String(words[key]) : key;
+    return text.replace(/\{(\w+)\}/g, function (all, name) {
+      return values && values[name] !== undefined ? String(values[name]) : all;
+    });
+  }
+  function stateName(state) { var name = t("state_" + state); return name === "state_" + state ? state : name; }
   var statusLine = $("mdk-status"), list = $("mdk-queue-list"), empty = $("mdk-queue-empty");
   var panel = $("mdk-session"), noteBox = $("mdk-note"), log = $("mdk-log"), typing = $("mdk-typing");
   var form = $("mdk-reply-form"), text = $("mdk-reply-text"), claimButton = $("mdk-claim"), releaseButton = $("mdk-release");
@@ -32,7 +43,7 @@
       var row = el("li", "mdk-row" + (id === current ? " mdk-current" : "") + (s.unread ? " mdk-unread" : ""));
       row.setAttribute("data-session-id", id);
       row.setAttribute("data-state", s.state);
-      var where = s.state === "waiting_for_human" ? "#" + s.position + " waiting / 排队中" : "with " + (s.assigned_to || "?") + " / 接待中";
+      var where = s.state === "waiting_for_human" ? t("waiting", { position: s.position }) : t("with", { staff: s.assigned_to || "?" });
       row.appendChild(el("span", "", s.tenant + " · " + s.end_user_id));
       row.appendChild(el("small", "", where));
       row.appendChild(el("small", "", (s.trigger || "") + (s.reason ? ": " + s.reason : "")));
@@ -62,16 +73,16 @@
     panel.setAttribute("data-session-id", note.session_id);
     panel.setAttribute("data-state", note.state);
     noteBox.textContent = "";
-    noteBox.appendChild(el("strong", "", note.tenant + " · " + note.end_user_id + " · " + note.state +
+    noteBox.appendChild(el("strong", "", note.tenant + " · " + note.end_user_id + " · " + stateName(note.state) +
       (note.position ? " (#" + note.position + ")" : "")));
-    section("Why / 转人工原因", [(note.trigger || "–") + (note.reason ? ": " + note.reason : "")]);
-    section("Customer / 客户", note.anchor.map(function (a) { return a.content; }));
-    section("Summary / 摘要", note.summary ? [note.summary] : []);
-    section("Memories / 相关记忆", note.recalled.map(function (m) { return m.content + "  [" + m.stage + " " + m.score + "]"; }));
+    section(t("why"), [(note.trigger || "–") + (note.reason ? ": " + note.reason : "")]);
+    section(t("customer"), note.anchor.map(function (a) { return a.content; }));
+    section(t("summary"), note.summary ? [note.summary] : []);
+    section(t("memories"), note.recalled.map(function (m) { return m.content + "  [" + m.stage + " " + m.score + "]"; }));
     var calls = [];
     if (note.tool_calls.current_tool) calls.push(note.tool_calls.current_tool + " " + JSON.stringify(note.tool_calls.tool_args));
     note.tool_calls.batches.forEach(function (b) { calls.push(b.tool + " " + b.completed + "/" + b.total + " (" + b.status + ")"); });
-    section("Open tool calls / 进行中的工具调用", calls);
+    section(t("tool_calls"), calls);
     log.textContent = "";
     note.messages.forEach(addMessage);
     claimButton.hidden = note.state === "with_human" && !!note.assigned_to;
@@ -79,7 +90,7 @@
   }
 
   function addMessage(m) {
-    var who = m.role === "staff" ? (m.author || "staff") : m.role === "user" ? "customer / 客户" : m.role === "assistant" ? "AI" : m.role;
+    var who = m.role === "staff" ? (m.author || t("who_staff")) : m.role === "user" ? t("who_customer") : m.role === "assistant" ? t("who_ai") : m.role;
     var node = el("div", "mdk-msg mdk-msg-" + m.role);
     node.setAttribute("data-role", m.role);
     node.appendChild(el("small", "", who + ": "));
@@ -105,7 +116,7 @@
       drawNote(f.note);
     } else if (f.type === "released") {
       if (f.session_id === current) { panel.setAttribute("data-state", "ai"); }
-      setStatus("Handed back to the AI / 已交还 AI");
+      setStatus(t("released"));
     } else if (f.type === "typing") {
       if (f.session_id !== current) return;
       typing.hidden = false;
@@ -121,7 +132,7 @@
     ws = new WebSocket(scheme + location.host + root.getAttribute("data-ws-path"));
     ws.onopen = function () {
       attempts = 0;
-      setStatus("Online / 在线");
+      setStatus(t("online"));
       clearInterval(pinger);
       pinger = setInterval(function () { send({ type: "ping" }); }, 20000);
       if (current) send({ type: "open", session_id: current });
@@ -129,8 +140,8 @@
     ws.onmessage = function (event) { onFrame(JSON.parse(event.data)); };
     ws.onclose = function (event) {
       clearInterval(pinger);
-      if (event.code === 4401 || event.code === 4403) { setStatus("Not allowed: log in as staff / 无权限，请以客服身份登录", true); return; }
-      setStatus("Offline, reconnecting… / 连接断开，正在重连…", true);
+      if (event.code === 4401 || event.code === 4403) { setStatus(t("not_allowed"), true); return; }
+      setStatus(t("offline"), true);
       attempts += 1;
       setTimeout(connect, Math.min(10000, 500 * Math.pow(2, attempts)));
     };
