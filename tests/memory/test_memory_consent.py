@@ -47,8 +47,9 @@ def _recall(ctx: TenantCtx, session_id: str, query: str) -> list[str]:
 
 
 def _contents(ctx: TenantCtx) -> list[str]:
+    """Every stored memory's content, sorted (the table has no order of its own)."""
     with tenant_scope(ctx.tenant):
-        return list(MemoryUnit.objects.for_tenant(ctx.tenant).values_list("content", flat=True))
+        return sorted(MemoryUnit.objects.for_tenant(ctx.tenant).values_list("content", flat=True))
 
 
 def test_tenant_off_a_turn_stating_a_phone_stores_nothing_and_recall_returns_nothing(acme, fake_ollama):

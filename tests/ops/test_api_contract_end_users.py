@@ -11,7 +11,11 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-API_MD = ROOT.parent / "shared" / "API.md"
+#: The contract lives beside the project (../shared/API.md) on the team's machines; a clone elsewhere (CI) has
+#: the copy kept under tests/ops/data, which must equal it wherever both exist (the last test).
+SHARED_API_MD = ROOT.parent / "shared" / "API.md"
+COPY_API_MD = Path(__file__).resolve().parent / "data" / "API.md"
+API_MD = SHARED_API_MD if SHARED_API_MD.exists() else COPY_API_MD
 EXTENSIONS_MD = ROOT / "docs" / "api-extensions.md"
 PREFIXES = ("/api/v1/end-users", "/api/v1/me")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -77,3 +81,11 @@ def test_the_end_user_operations_are_named(client):
     paths = client.get("/api/schema/?format=json").json()["paths"]
     assert paths["/api/v1/end-users/{end_user_id}/export"]["get"]["operationId"] == "export_end_user"
     assert paths["/api/v1/end-users/{end_user_id}"]["delete"]["operationId"] == "erase_end_user"
+
+
+@pytest.mark.skipif(not SHARED_API_MD.exists(), reason="../shared/API.md is not beside this clone")
+def test_the_contracts_copy_is_the_contract():
+    # then the copy a clone without ../shared compares against is API.md as it stands
+    assert COPY_API_MD.read_text(encoding="utf-8") == SHARED_API_MD.read_text(encoding="utf-8"), (
+        "tests/ops/data/API.md differs from ../shared/API.md: copy it again"
+    )
