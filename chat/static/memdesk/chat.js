@@ -59,14 +59,15 @@
   // The styles go in as a constructed stylesheet where the browser has them: that is not inline CSS, so a
   // strict Content-Security-Policy (memdesk's own page, or a tenant's site hosting the widget) lets it
   // apply. Elsewhere a <style> element, carrying the page's CSP nonce when it has one.
-  function addStyles(root, nonce) {
+  function addStyles(root, nonce, css) {
+    css = css || CSS;
     if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function" && "replaceSync" in CSSStyleSheet.prototype) {
-      var sheet = new CSSStyleSheet(); sheet.replaceSync(CSS);
+      var sheet = new CSSStyleSheet(); sheet.replaceSync(css);
       root.adoptedStyleSheets = root.adoptedStyleSheets.concat([sheet]);
       return;
     }
     var style = el("style"); if (nonce) style.nonce = nonce;
-    style.textContent = CSS; root.appendChild(style);
+    style.textContent = css; root.appendChild(style);
   }
 
   function mount(container, opts) {
@@ -208,5 +209,6 @@
     return { close: function () { stopped = true; if (ws) ws.close(); } };
   }
 
-  window.MemdeskChat = { mount: mount };
+  // el and addStyles are shared with memories.js, which is always loaded after this file.
+  window.MemdeskChat = { mount: mount, el: el, addStyles: addStyles };
 })();

@@ -2,8 +2,8 @@
  *
  *   MemdeskMemories.mount(container, {base, sessionId, token, lang, nonce})
  *
- * One file for the chat page and the embeddable widget, like chat.js. A collapsed panel; opened, it lists
- * what memdesk remembers about this end user (GET /api/v1/me/memories, phone numbers and e-mail masked),
+ * One file for the chat page and the embeddable widget, loaded after chat.js (whose DOM helpers it uses).
+ * A collapsed panel; opened, it lists what memdesk remembers about this end user (GET /api/v1/me/memories, phone numbers and e-mail masked),
  * each with "This is wrong" (a small form: the right words, POST …/correct) and "Forget this" (POST …/forget),
  * and the end user's own on/off switch where the tenant allows it (PUT /api/v1/me/memories).
  *
@@ -41,22 +41,9 @@
     ".mdm-note{color:#57606a;margin:4px 0}.mdm-note.err{color:#cf222e}.mdm-switch{display:block;margin:4px 0}" +
     "[hidden]{display:none !important}";
 
-  function el(tag, cls, text) {
-    var node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text) node.textContent = text;
-    return node;
-  }
-
-  function addStyles(root, nonce) {
-    if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function" && "replaceSync" in CSSStyleSheet.prototype) {
-      var sheet = new CSSStyleSheet(); sheet.replaceSync(CSS);
-      root.adoptedStyleSheets = root.adoptedStyleSheets.concat([sheet]);
-      return;
-    }
-    var style = el("style"); if (nonce) style.nonce = nonce;
-    style.textContent = CSS; root.appendChild(style);
-  }
+  // The DOM helpers chat.js shares (the page and the widget load it first): one way to add styles under a CSP.
+  var el = window.MemdeskChat.el;
+  function addStyles(root, nonce) { window.MemdeskChat.addStyles(root, nonce, CSS); }
 
   function mount(container, opts) {
     var lang = (opts.lang || navigator.language || "zh").toLowerCase().indexOf("zh") === 0 ? "zh" : "en";
