@@ -765,111 +765,10 @@ def storage(tenant_ids: list[Any], before: dict[str, int], turns: int) -> dict[s
     return out
 
 
-# --- report -------------------------------------------------------------------------------------------------------
-
-
-def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
-    rows = []
-    for group, s in summary.items():
-        rows.append([label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("stale_served", "-")])
-    return rows
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=("locomo", "zh_cs", "scale"), required=True)
-    parser.add_argument("--conversations", help="locomo: conversation indexes, e.g. 0,1 (default all 10)")
-    parser.add_argument("--max-turns", type=int, default=0, help="locomo/zh_cs: first N turns of each dialogue")
-    parser.add_argument(
-        "--locomo-turns", choices=("paired", "acked"), default="paired",
-        help="locomo: turns alternate as user message and model reply (paired), or all are user messages (acked)",
-    )  # fmt: skip
-    parser.add_argument("--data", type=Path, default=ZH_CS_DATA, help="zh_cs: the dataset file")
-    parser.add_argument("--turns", type=int, default=5000, help="scale: the large end user's turns")
-    parser.add_argument("--small-turns", type=int, default=50, help="scale: the small end user's turns")
-    parser.add_argument("--queries", type=int, default=150, help="scale: distinct questions per end user")
-    parser.add_argument("--seed", type=int, default=20240601, help="scale: the generator's seed")
-    parser.add_argument("--out", help="output name under bench/out/ (default chat_memory_<dataset>)")
-    parser.add_argument(
-        "--knobs", action="append", default=[], metavar="JSON",
-        help="also ask every question with these recall settings (settings.MEMDESK_RECALL, e.g. "
-        "'{\"recency_weight\": 1.0}'), on the same ingest; repeatable. The default settings stay the figure.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--tenant-settings", default="{}", metavar="JSON",
-        help="Tenant.settings for the measured tenants, e.g. '{\"auto_ignore\": true}' (automatic ignored feedback)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--fake-uses-memory", type=int, default=0, metavar="N",
-        help="every N-th turn whose prompt shows memories, the fake's reply also quotes the first one (0: never)",
-    )  # fmt: skip
-    args = parser.parse_args()
-    TENANT_SETTINGS.update(json.loads(args.tenant_settings))
-    started = time.perf_counter()
-
-    max_turns = args.max_turns or None
-    if args.dataset == "locomo":
-        conversations = [int(x) for x in args.conversations.split(",")] if args.conversations else None
-        dataset = load_locomo(conversations, max_turns, args.locomo_turns)
-    elif args.dataset == "zh_cs":
-        if not args.data.exists():
-            raise SystemExit(f"{args.data} does not exist (--data names another file)")
-        dataset = load_zh_cs(args.data, max_turns)
-    else:
-        dataset = build_scale(args.turns, args.small_turns, args.queries, args.seed)
-    n_turns = sum(len(d.turns()) for d in dataset.dialogues)
-    common.log(f"{dataset.name}: {len(dataset.dialogues)} dialogues, {n_turns} dataset turns, "
-               f"{len(dataset.asked)} questions")  # fmt: skip
-
-    # One database per output name: two runs side by side (a dataset and another) never drop each other's.
-    common.setup_django(f"{DB_NAME}_{re.sub(r'[^a-z0-9_]', '_', (args.out or dataset.name).lower())}", fresh=True)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per model request otherwise
-    from django.conf import settings
-
-    from chat.llm import clear_context_cache
-    from testkit.fake_ollama import FakeOllama
-
-    results: dict[str, Any] = {
-        "benchmark": "chat_memory",
-        "dataset": dataset.name,
-        "date": common.now_iso(),
-        "command": shlex.join([".venv/bin/python", "bench/chat_memory.py", *sys.argv[1:]]),
-        "niceness": os.nice(0),
-        "path_measured": PATH_MEASURED,
-        "git": common.git_state(),
-        "machine": common.machine_info(),
-        "dataset_info": {
-            **dataset.info,
-            "dialogues": len(dataset.dialogues),
-            "dataset_turns": n_turns,
-            "questions": len(dataset.asked),
-        },
-        "setup": {
-            "k": RECALL_K,
-            "record": False,
-            "rate_limits": common.RATE_LIMITS,
-            "ack": ACK,
-            "filler": FILLER,
-            "tenant_settings": TENANT_SETTINGS,
-            "fake_uses_memory_every": args.fake_uses_memory,
-        },
-    }
-
-    fake = FakeModel(use_every=args.fake_uses_memory)
-    with FakeOllama(default_reply=fake) as server:
-        settings.OLLAMA_HOST = server.host  # what chat.llm.get_llm() would use too
-        # Each turn's conversation units are written by the turn itself ("inline"): the same
-        # memory.conversation.index_messages the background worker runs by default, without a second process
-        # to wait for before the questions.
-        settings.MEMORY_WRITER = "inline"
-        clear_context_cache()
-        # A few turns of a tenant of their own first, left out of every figure: the first turn of a process
-        # loads the tokenizer, jieba and the encoders (seconds).
-        ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
-        before = relation_bytes()
-        common.log("ingest through chat.turn.run_turn")
-        ingested = ingest(dataset, server.host, fake)
-        show_requests = len(server.show_requests)
+def _record_ingest(
+    results: dict[str, Any], ingested: list[Ingested], fake: FakeModel, show_requests: int, before: dict[str, int]
+) -> None:
+    """The ingest's figures, storage and feedback state into ``results``."""
     turns = sum(i.turns for i in ingested)
     seconds = sum(i.seconds for i in ingested)
     turn_ms = [x for i in ingested for x in i.turn_ms]
@@ -910,6 +809,192 @@ def main() -> None:
     results["storage"] = storage(tenant_ids, before, turns)
     results["feedback"] = feedback_state(tenant_ids)
     common.log(f"  feedback: {results['feedback']}")
+
+
+def _ingest_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments that decide what was ingested: a reused ingest must have been made with the same."""
+    names = ("dataset", "conversations", "max_turns", "locomo_turns", "data", "turns", "small_turns", "queries",
+             "seed", "tenant_settings", "fake_uses_memory")  # fmt: skip
+    return {name: str(getattr(args, name)) for name in names}
+
+
+def _write_manifest(path: Path, ingest_args: dict[str, Any], results: dict[str, Any], ingested: list[Ingested]) -> None:
+    """What ``--reuse-ingest`` needs to ask again on this run's database: each dialogue's tenant, the stored
+    message → dataset turn map and per-turn times, with the ingest's figures."""
+    payload = {
+        "args": ingest_args,
+        "git": results["git"],
+        "results": {key: results[key] for key in ("ingest", "storage", "feedback")},
+        "dialogues": [
+            {
+                "id": i.dialogue.id,
+                "tenant_id": str(i.tenant.pk),
+                "turn_of_message": i.turn_of_message,
+                "turn_ms": i.turn_ms,
+                "reply_ms": i.reply_ms,
+                "after_ms": i.after_ms,
+            }  # fmt: skip
+            for i in ingested
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+
+
+def _read_manifest(path: Path, ingest_args: dict[str, Any]) -> dict[str, Any]:
+    if not path.exists():
+        raise SystemExit(f"--reuse-ingest: {path} does not exist (run once without it, with the same arguments)")
+    manifest = json.loads(path.read_text())
+    if manifest["args"] != ingest_args:
+        differ = sorted(k for k in ingest_args if manifest["args"].get(k) != ingest_args[k])
+        raise SystemExit(f"--reuse-ingest: {path} was ingested with other arguments ({', '.join(differ)})")
+    return manifest
+
+
+def _reused(dataset: Dataset, manifest: dict[str, Any]) -> list[Ingested]:
+    from tenants.models import Tenant
+
+    by_id = {d["id"]: d for d in manifest["dialogues"]}
+    out = []
+    for dialogue in dataset.dialogues:
+        saved = by_id[dialogue.id]
+        ing = Ingested(dialogue, Tenant.objects.get(pk=saved["tenant_id"]), turn_of_message=saved["turn_of_message"])
+        ing.turn_ms, ing.reply_ms, ing.after_ms = saved["turn_ms"], saved["reply_ms"], saved["after_ms"]
+        out.append(ing)
+    return out
+
+
+# --- report -------------------------------------------------------------------------------------------------------
+
+
+def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
+    rows = []
+    for group, s in summary.items():
+        rows.append([label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("stale_served", "-")])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=("locomo", "zh_cs", "scale"), required=True)
+    parser.add_argument("--conversations", help="locomo: conversation indexes, e.g. 0,1 (default all 10)")
+    parser.add_argument("--max-turns", type=int, default=0, help="locomo/zh_cs: first N turns of each dialogue")
+    parser.add_argument(
+        "--locomo-turns", choices=("paired", "acked"), default="paired",
+        help="locomo: turns alternate as user message and model reply (paired), or all are user messages (acked)",
+    )  # fmt: skip
+    parser.add_argument("--data", type=Path, default=ZH_CS_DATA, help="zh_cs: the dataset file")
+    parser.add_argument("--turns", type=int, default=5000, help="scale: the large end user's turns")
+    parser.add_argument("--small-turns", type=int, default=50, help="scale: the small end user's turns")
+    parser.add_argument("--queries", type=int, default=150, help="scale: distinct questions per end user")
+    parser.add_argument("--seed", type=int, default=20240601, help="scale: the generator's seed")
+    parser.add_argument("--out", help="output name under bench/out/ (default chat_memory_<dataset>)")
+    parser.add_argument(
+        "--knobs", action="append", default=[], metavar="JSON",
+        help="also ask every question with these recall settings (settings.MEMDESK_RECALL, e.g. "
+        "'{\"recency_weight\": 1.0}'), on the same ingest; repeatable. The default settings stay the figure.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tenant-settings", default="{}", metavar="JSON",
+        help="Tenant.settings for the measured tenants, e.g. '{\"auto_ignore\": true}' (automatic ignored feedback)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reuse-ingest", action="store_true",
+        help="ask the questions again on the database and ingest an earlier run with the same arguments left "
+        "(bench/out/<output name>_ingest.json): recall is measured afresh, with today's code and migrations; "
+        "the ingest's figures are the earlier run's, and the output says so",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fake-uses-memory", type=int, default=0, metavar="N",
+        help="every N-th turn whose prompt shows memories, the fake's reply also quotes the first one (0: never)",
+    )  # fmt: skip
+    args = parser.parse_args()
+    TENANT_SETTINGS.update(json.loads(args.tenant_settings))
+    started = time.perf_counter()
+
+    max_turns = args.max_turns or None
+    if args.dataset == "locomo":
+        conversations = [int(x) for x in args.conversations.split(",")] if args.conversations else None
+        dataset = load_locomo(conversations, max_turns, args.locomo_turns)
+    elif args.dataset == "zh_cs":
+        if not args.data.exists():
+            raise SystemExit(f"{args.data} does not exist (--data names another file)")
+        dataset = load_zh_cs(args.data, max_turns)
+    else:
+        dataset = build_scale(args.turns, args.small_turns, args.queries, args.seed)
+    n_turns = sum(len(d.turns()) for d in dataset.dialogues)
+    common.log(f"{dataset.name}: {len(dataset.dialogues)} dialogues, {n_turns} dataset turns, "
+               f"{len(dataset.asked)} questions")  # fmt: skip
+
+    # One database per output name: two runs side by side (a dataset and another) never drop each other's.
+    out_name = args.out or f"chat_memory_{dataset.name}"
+    manifest_path = common.OUT_DIR / f"{out_name}_ingest.json"
+    ingest_args = _ingest_args(args)
+    manifest = _read_manifest(manifest_path, ingest_args) if args.reuse_ingest else None
+    db_name = f"{DB_NAME}_{re.sub(r'[^a-z0-9_]', '_', (args.out or dataset.name).lower())}"
+    common.setup_django(db_name, fresh=manifest is None)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per model request otherwise
+    from django.conf import settings
+
+    from chat.llm import clear_context_cache
+    from testkit.fake_ollama import FakeOllama
+
+    results: dict[str, Any] = {
+        "benchmark": "chat_memory",
+        "dataset": dataset.name,
+        "date": common.now_iso(),
+        "command": shlex.join([".venv/bin/python", "bench/chat_memory.py", *sys.argv[1:]]),
+        "niceness": os.nice(0),
+        "path_measured": PATH_MEASURED,
+        "git": common.git_state(),
+        "machine": common.machine_info(),
+        "dataset_info": {
+            **dataset.info,
+            "dialogues": len(dataset.dialogues),
+            "dataset_turns": n_turns,
+            "questions": len(dataset.asked),
+        },
+        "setup": {
+            "k": RECALL_K,
+            "record": False,
+            "rate_limits": common.RATE_LIMITS,
+            "ack": ACK,
+            "filler": FILLER,
+            "tenant_settings": TENANT_SETTINGS,
+            "fake_uses_memory_every": args.fake_uses_memory,
+        },
+    }
+
+    fake = FakeModel(use_every=args.fake_uses_memory)
+    with FakeOllama(default_reply=fake) as server:
+        settings.OLLAMA_HOST = server.host  # what chat.llm.get_llm() would use too
+        # Each turn's conversation units are written by the turn itself ("inline"): the same
+        # memory.conversation.index_messages the background worker runs by default, without a second process
+        # to wait for before the questions.
+        settings.MEMORY_WRITER = "inline"
+        clear_context_cache()
+        if manifest is None:
+            # A few turns of a tenant of their own first, left out of every figure: the first turn of a process
+            # loads the tokenizer, jieba and the encoders (seconds).
+            ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
+            before = relation_bytes()
+            common.log("ingest through chat.turn.run_turn")
+            ingested = ingest(dataset, server.host, fake)
+        show_requests = len(server.show_requests)
+    if manifest is not None:
+        common.log(f"ingest reused: {manifest_path} ({manifest['git']})")
+        ingested = _reused(dataset, manifest)
+        results["ingest_reused_from"] = {"manifest": str(manifest_path), "git": manifest["git"]}
+        for key in ("ingest", "storage", "feedback"):
+            results[key] = manifest["results"][key]
+    if manifest is None:
+        _record_ingest(results, ingested, fake, show_requests, before)
+        _write_manifest(manifest_path, ingest_args, results, ingested)
+    turns = results["ingest"]["turns"]
+    seconds = results["ingest"]["seconds"]
+    turn_ms = [x for i in ingested for x in i.turn_ms]
+    reply_ms = [x for i in ingested for x in i.reply_ms]
+    after_ms = [x for i in ingested for x in i.after_ms]
 
     common.log("questions through memory.recall.recall in a new session of each end user")
     asked = ask(dataset, ingested)
@@ -1011,6 +1096,7 @@ def main() -> None:
                 f"({pr['questions_with_evidence']})",
             ]
         )
+    errors = results["ingest"]["errors"]
     if errors:
         timing.append(["errors", json.dumps(dict(errors), ensure_ascii=False)])
     print(common.table(["measure", "value"], timing))

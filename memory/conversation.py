@@ -75,6 +75,51 @@ RETURNING id
 #: repeated for a month): only a different current value makes a unit stating them stale. For the other
 #: stateful keys (a coupon, a callback, a pickup slot) the fact's end is the value's end.
 TIMELESS_KEYS = frozenset({"name", "phone", "email", "address", "birthday", "account_id", "membership"})
+#: The words of a question about each stateful key's value (「电话」, 「积分」, "deliver"). A unit stating a
+#: value that is no longer current is out of date for a question about that value — and only for one: the
+#: work order number in the sentence that also gave the old phone is still the work order number. Keys of
+#: events (dates, progress) are said of many things at once (a coupon's expiry and the points' expiry are
+#: both ``expiry_date``), so their words are the event's.
+KEY_TOPICS: dict[str, re.Pattern[str]] = {
+    key: re.compile(pattern, re.IGNORECASE)
+    for key, pattern in {
+        "name": r"名字|姓名|叫什么|称呼|\bname\b|called",
+        "phone": r"电话|手机|号码|联系方式|打给|\bphone|\bnumber\b|\bmobile\b|\bcall\b",
+        "email": r"邮箱|邮件|e-?mail",
+        "address": r"地址|寄到|寄往|送到|送往|收货|收件|住址|住在|\baddress|ship(?:ped|ping)? to|deliver(?:ed)? to",
+        "birthday": r"生日|出生|birthday|\bborn\b",
+        "coupon": r"券|优惠|coupon|voucher|promo",
+        "points_balance": r"多少个?积分|积分(?:余额|还有|有多少|还剩|剩|够|是多少)|余额|how many points|balance",
+        "membership": r"会员|membership|\bmember\b|\bplan\b",
+        "account_id": r"账号|账户|帐号|\baccount",
+        "ship_date": r"发货|发出|寄出|\bship",
+        "delivery_date": r"到货|送达|到达|签收|什么时候到|几号到|哪天到|\bdeliver|\barriv",
+        "pickup_time": r"取件|取货|自提|pick ?up",
+        "appointment": r"预约|上门|约的|约在|appointment|\bvisit\b|technician",
+        "renewal_date": r"续费|续约|续保|续订|\brenew",
+        "expiry_date": r"到期|过期|有效期|能用到|用到什么时候|\bexpir|valid until|\bvalid\b",
+        "callback": r"回电|回电话|回访|回复我|call (?:me )?back|callback",
+        "batch_progress": r"进度|导入|导完|完成|处理到|\bbatch|progress|\bimport",
+    }.items()
+}
+
+
+#: Stateful keys of events (a date, a callback, a batch's progress): the same key is said of several things
+#: (the coupon's expiry, the membership's), so a newer value of the key may be another thing's. A unit's
+#: value of one is out of date only for a question about the present (「后来改到哪天」, 「现在预计什么时候到」).
+EVENT_KEYS = frozenset(
+    {"ship_date", "delivery_date", "pickup_time", "appointment", "renewal_date", "expiry_date", "callback",
+     "batch_progress"}
+)  # fmt: skip
+
+
+def asks_about(query: str, key: str, *, about_now: bool = True) -> bool:
+    """Whether ``query`` asks about the value of the stateful ``key`` (its words are in it); for a key of
+    ``EVENT_KEYS``, only when it asks how things stand now (``about_now``)."""
+    topic = KEY_TOPICS.get(key)
+    return bool(topic and topic.search(query)) and (about_now or key not in EVENT_KEYS)
+
+
 #: Messages younger than this are left to the turn that is writing them (``index_pending``).
 SETTLE = timedelta(seconds=60)
 

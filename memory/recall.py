@@ -43,7 +43,7 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession
 from memory import embeddings, metrics
 from memory.consent import memory_enabled_for_session
-from memory.conversation import TIMELESS_KEYS, is_conversation_key, squash
+from memory.conversation import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.feedback import mark_recalled
 from memory.fetch import SCOPE_SQL, fetch_memories, scope_params
 from memory.models import MemoryType, MemoryUnit
@@ -79,11 +79,17 @@ DEFAULT_TUNING = {
     "question_weight": 0.5,
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
     "recency_weight": 1.0,
+    #: A candidate naming an identifier the query quotes (BATCH-2031, an order number) weighs 1 + this.
+    "identifier_weight": 1.0,
     #: A newer unit that changes or corrects something (``data["update"]``) overtakes an older candidate
     #: unit at least this similar (cosine, same model); for a query about the present any newer unit at
     #: least ``now_similarity`` similar does. Overtaken units rank after the current ones.
     "update_similarity": 0.3,
     "now_similarity": 0.35,
+    #: Which conversation units stating a value that is no longer current rank after the current hits:
+    #: "topic", those whose out-of-date value the query asks about (``memory.conversation.KEY_TOPICS``);
+    #: "any", every one, whatever the query asks.
+    "stale_scope": "topic",
     "min_similarity": 0.2,
     #: When the query's mood is negative (``memory.mood``), a care memory (a promised callback, a coupon or
     #: compensation given, a complaint on record) weighs up to 1 + this in the rerank, scaled by the mood's
@@ -422,11 +428,37 @@ def _states(memory: dict[str, Any], value: str) -> bool:
     return any(wanted and wanted in squash(t) for t in texts)
 
 
-def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], as_of: datetime) -> set[Any]:
+#: Stateful keys whose value is about one of several things, and the data field naming it: the progress of
+#: BATCH-2031 is not made untrue by BATCH-2107's.
+SUBJECT_FIELDS = {"batch_progress": "task_id"}
+
+
+def _subject(key: str, value: str) -> str | None:
+    """What a unit's ``value`` of ``key`` is about (``"BATCH-2031 100/100"`` → ``"BATCH-2031"``), for a key
+    of ``SUBJECT_FIELDS``; else None."""
+    if key not in SUBJECT_FIELDS:
+        return None
+    head = value.split(" ", 1)[0]
+    return head or None
+
+
+def _stale_units(
+    tenant: Tenant, session: ChatSession, units: list[MemoryUnit], as_of: datetime, query: str | None = None
+) -> set[Any]:
     """The conversation units among ``units`` that state a value no longer current at ``as_of``: the key's
     current memories hold another value, or — for a key with a validity of its own — none is current any
-    more. One query of the current values, only when a unit states such facts."""
-    keys = sorted({key for u in units for key in (u.data or {}).get("facts", {})})
+    more. With ``query``, only the values it asks about count (``memory.conversation.asks_about``): the rest
+    of such a unit is as true as it was. One query of the current values, only when a unit states such facts."""
+    scope = str(tuning()["stale_scope"])
+    present = query is not None and about_now(query)
+    keys = sorted(
+        {
+            key
+            for u in units
+            for key in (u.data or {}).get("facts", {})
+            if query is None or scope == "any" or asks_about(query, key, about_now=present)
+        }
+    )
     if not keys:
         return set()
     with connection.cursor() as cursor:
@@ -439,7 +471,14 @@ def _stale_units(tenant: Tenant, session: ChatSession, units: list[MemoryUnit], 
     stale = set()
     for unit in units:
         for key, value in (unit.data or {}).get("facts", {}).items():
+            if key not in keys:
+                continue
             now = current.get(key, [])
+            subject = _subject(key, value)
+            if subject is not None:  # a value about one of several things: only that thing's current value counts
+                now = [m for m in now if (m["data"] or {}).get(SUBJECT_FIELDS[key]) == subject]
+                if not now:
+                    continue
             if now and not any(_states(m, value) for m in now):
                 stale.add(unit.pk)  # another value is current
             elif not now and key not in TIMELESS_KEYS:
@@ -457,20 +496,44 @@ WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NU
 """
 
 
-def _overtaken(tenant: Tenant, units: list[MemoryUnit], *, about_now: bool) -> dict[Any, Any]:
+#: An identifier a customer may quote (BATCH-2031, DD20231128457, HT2405010288): letters and digits, or a
+#: long run of digits.
+_IDENTIFIER = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9-]{3,}|\d{8,})(?![A-Za-z0-9])"
+)
+
+
+def query_identifiers(query: str) -> list[str]:
+    """The identifiers ``query`` quotes, squashed as ``memory.conversation.squash`` does (「BATCH-2031 导完了吗」
+    → ``["batch2031"]``)."""
+    return [squash(m) for m in _IDENTIFIER.findall(query)]
+
+
+def _names(memory: MemoryUnit, identifiers: list[str]) -> bool:
+    squashed = squash(memory.content)
+    return any(i in squashed for i in identifiers)
+
+
+def _overtaken(
+    tenant: Tenant, units: list[MemoryUnit], *, about_now: bool, identifiers: list[str] | None = None
+) -> dict[Any, Any]:
     """Units a newer unit among ``units`` has overtaken, each with the newest that did: one that changes or
     corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
-    about the present — any newer unit at least ``now_similarity`` similar."""
+    about the present — any newer unit at least ``now_similarity`` similar. A unit naming an identifier the
+    query quotes is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's."""
     knobs = tuning()
     updates = {u.pk for u in units if (u.data or {}).get("update")}
     if len(units) < 2 or not (updates or about_now):
         return {}
     created = {u.pk: (u.created_at, str(u.pk)) for u in units}
+    naming = {u.pk for u in units if identifiers and _names(u, identifiers)}
     with connection.cursor() as cursor:
         cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units]})
         pairs = cursor.fetchall()
     overtaken: dict[Any, Any] = {}
     for older, newer, similarity in pairs:
+        if older in naming and newer not in naming:
+            continue
         by_update = newer in updates and similarity >= float(knobs["update_similarity"])
         if by_update or (about_now and similarity >= float(knobs["now_similarity"])):
             if older not in overtaken or created[newer] > created[overtaken[older]]:
@@ -502,7 +565,13 @@ def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[
 
 
 def _current_first(
-    tenant: Tenant, session: ChatSession, hits: list[RecallHit], as_of: datetime, *, about_now: bool = False
+    tenant: Tenant,
+    session: ChatSession,
+    hits: list[RecallHit],
+    as_of: datetime,
+    *,
+    about_now: bool = False,
+    query: str | None = None,
 ) -> list[RecallHit]:
     """One ranked list over keyed facts and conversation units: of a keyed fact and a unit from the same
     message, only the higher ranked stays (one fact, said once), and units stating a superseded or ended
@@ -530,13 +599,18 @@ def _current_first(
         taken.add(memory.pk)
         kept.append(hit)
     kept_units = [h.memory for h in kept if is_conversation_key(h.memory.key)]
-    stale = _stale_units(tenant, session, kept_units, as_of)
+    stale = _stale_units(tenant, session, kept_units, as_of, query)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
     current = [h for h in kept if not h.stale]
     current = _after_overtakers(
         current,
-        _overtaken(tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], about_now=about_now),
+        _overtaken(
+            tenant,
+            [h.memory for h in current if is_conversation_key(h.memory.key)],
+            about_now=about_now,
+            identifiers=query_identifiers(query) if query else None,
+        ),
     )
     return current + [h for h in kept if h.stale]
 
@@ -562,15 +636,19 @@ def _care_lift(mood: Mood | None, memory: MemoryUnit) -> float:
 
 def _rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) -> dict[Any, float]:
     """Per candidate, what multiplies its fused rank and relevance score: a question unit weighs
-    ``question_weight``; for a query about the present, the candidates' recency (newest 1, oldest 0)
-    adds up to ``recency_weight``; for a negative ``mood``, a care memory's lift (``_care_lift``)."""
+    ``question_weight``; one naming an identifier the query quotes 1 + ``identifier_weight``; for a query
+    about the present, the candidates' recency (newest 1, oldest 0) adds up to ``recency_weight``; for a
+    negative ``mood``, a care memory's lift (``_care_lift``)."""
     knobs = tuning()
     weights = {}
     order = sorted(hits, key=lambda h: (h.memory.created_at, str(h.memory.pk)))
     recent = {h.memory.pk: i / max(1, len(order) - 1) for i, h in enumerate(order)}
     now = about_now(query)
+    identifiers = query_identifiers(query)
     for hit in hits:
         weight = 1.0
+        if identifiers and _names(hit.memory, identifiers):
+            weight *= 1 + float(knobs["identifier_weight"])
         if _is_question_unit(hit.memory):
             weight *= float(knobs["question_weight"])
         if now:
@@ -703,7 +781,9 @@ def recall(
             trace["mood"] = {"score": mood.score, "negative": mood.negative, "cues": list(mood.cues), "lifted": lifted}
         candidates = _with_answers(tenant, session, candidates, weights, as_of, limit=k * 3)
         rule_hits.sort(key=lambda h: -h.memory.relevance_score)
-        hits = _current_first(tenant, session, rule_hits + candidates, as_of, about_now=about_now(query))[:k]
+        hits = _current_first(tenant, session, rule_hits + candidates, as_of, about_now=about_now(query), query=query)[
+            :k
+        ]
         # The seed's test, on the seed's score (S7): 「对剩余结果，按relevance_score降序排列。如果最高分低于 0.7，
         # 说明当前没有高质量记忆可用」 — the best relevance_score of the hits, not ``score`` (which scales it by
         # the match's confidence, a cosine whose range depends on the embedding model).

@@ -168,6 +168,36 @@ RULES: tuple[RewriteRule, ...] = (
         ("coupon",),
     ),
     _rule(
+        "points",
+        r"(?:有|剩|还有|还剩)?多少(?:个)?积分|积分(?:余额|还有多少|有多少|还剩多少|还剩|够不够|够)|"
+        + _B
+        + r"(?:how many (?:reward |loyalty |member(?:ship)? )?points|(?:my )?points balance)"
+        + _E,
+        "用户当前的积分余额",
+        "the user's current points balance",
+        ("points_balance",),
+    ),
+    _rule(
+        "membership",
+        r"(?:我是|现在是|我的)?什么(?:等级的?)?会员|会员(?:等级|级别)|"
+        + _B
+        + r"(?:my (?:membership|member(?:ship)? (?:tier|level|status))|what (?:tier|membership) (?:am I|do I have))"
+        + _E,
+        "用户的会员等级及有效期",
+        "the user's membership tier and its validity",
+        ("membership",),
+    ),
+    _rule(
+        "callback",
+        r"(?:多久|什么时候|几点|哪天)(?:会)?(?:给我)?回(?:电话?|访)|回电(?:时间)?是?(?:什么时候|几点)|"
+        + _B
+        + r"(?:when (?:will|would) (?:you|someone|they|he|she) call (?:me )?back|(?:the )?call ?back (?:time|promised))"
+        + _E,
+        "客服承诺的回电时间",
+        "the callback the agent promised",
+        ("callback",),
+    ),
+    _rule(
         "topic_reference",
         r"刚才(?:说|聊)的(?:那件事|事情|问题)|之前的问题|那件事|"
         + _B

@@ -383,7 +383,10 @@ def extract_membership(state: Extraction) -> None:
 
 _POINTS_ZH = re.compile(
     rf"积分(?:余额|账户)?\s*(?:目前|现在|当前|总共|一共)?\s*(?:还有|还剩|剩下|剩余|只剩|有|剩|是|为|:|：|余额为?)\s*(?:了\s*)?"
-    rf"(?P<n>{NUMBER})(?:\s*(?:分|积分|点))?|(?:还有|还剩|剩下|剩余|只剩|我有|您有|共有)\s*(?P<n2>{NUMBER})\s*(?:个)?积分"
+    rf"(?P<n>{NUMBER})(?:\s*(?:分|积分|点))?|(?:还有|还剩|剩下|剩余|只剩|我有|您有|共有)\s*(?P<n2>{NUMBER})\s*(?:个)?积分|"
+    # 「您目前积分两千三百八十分」, 「剩余积分九百六十分」: a word of the present or of what is left, then the
+    # number and its unit (分), which tells a balance from 「积分2倍」
+    rf"(?:目前|现在|当前|剩余|剩下|可用|总)\s*积分\s*(?:为|是|:|：)?\s*(?P<n3>{NUMBER})\s*(?:分|点)"
 )
 _POINTS_EN = re.compile(
     r"(?i:(?<![A-Za-z])(?:have|has|got|with|balance of|balance is|balance:)\s+(?P<n>\d[\d,]*)\s+(?:reward |loyalty |"
@@ -395,9 +398,11 @@ def extract_points(state: Extraction) -> None:
     """A points balance (``points_balance``, data ``{"points": int}``), from either side."""
     for pattern in (_POINTS_ZH, _POINTS_EN):
         for match in pattern.finditer(state.text):
-            group = "n" if match.group("n") else "n2"
+            group = next(g for g in ("n", "n2", "n3") if match.groupdict().get(g))
             points = parse_int(match.group(group))
             if points is None or not state.free(*match.span()):
                 continue
-            state.add(Found(match.start(), match.end(), "points_balance", str(points), {"points": points}))
+            # "text": the number as written (「九百六十」), how a conversation unit's text shows the balance
+            data = {"points": points, "text": match.group(group)}
+            state.add(Found(match.start(), match.end(), "points_balance", str(points), data))
             return

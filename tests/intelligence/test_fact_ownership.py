@@ -541,13 +541,21 @@ def test_numerals_are_read_one_span_at_a_time() -> None:
         ("我的积分是两千三，为什么不能兑换", "user", 2300),
         ("您的积分还有 1,280 分，可抵扣 12.8 元", "assistant", 1280),
         ("I have 4,500 points, why can't I redeem them?", "user", 4500),
+        ("您好，您目前积分两千三百八十分，其中有四百分将于12月31日到期", "assistant", 2380),
+        ("已为您兑换保温杯一个，扣除2,000积分，剩余积分九百六十分。", "assistant", 960),
+        ("扣除1,000积分，当前剩余积分1,380分。", "assistant", 1380),
     ],
 )
 def test_points_balance(text: str, role: str, points: int) -> None:
     (fact,) = facts(text, role=role)["points_balance"]
 
-    assert fact.data == {"points": points}
+    assert fact.data["points"] == points
+    assert fact.data["text"] in text  # the number as written, how a conversation unit shows it
     assert fact.value == str(points)
+
+
+def test_points_doubling_is_not_a_balance() -> None:
+    assert "points_balance" not in facts("生日当月购物积分2倍，积分翻倍", role="assistant")
 
 
 @pytest.mark.parametrize(

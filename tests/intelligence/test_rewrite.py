@@ -49,6 +49,12 @@ def test_vague_span_is_replaced_inside_a_longer_query() -> None:
         ("优惠券还能用吗", "coupon", ("coupon",)),
         ("Can I still use the promo code?", "coupon", ("coupon",)),
         ("刚才说的那件事怎么样了", "topic_reference", ("current_topic",)),
+        ("我现在有多少积分？", "points", ("points_balance",)),
+        ("How many points do I have?", "points", ("points_balance",)),
+        ("我现在是什么会员？", "membership", ("membership",)),
+        ("what's my membership tier", "membership", ("membership",)),
+        ("之前说专员多久给我回电话来着？", "callback", ("callback",)),
+        ("When will you call me back?", "callback", ("callback",)),
     ],
 )
 def test_rewrite_table(query: str, intent: str, keys: tuple[str, ...]) -> None:
@@ -108,4 +114,9 @@ def test_every_rule_has_both_languages_and_keys() -> None:
 )
 def test_progress_outside_a_batch_is_not_a_batch_query(query: str) -> None:
     # LoCoMo questions about a person's progress misfired on the bare word; a greeting is not a batch query
+    assert rule_keys(query) == ()
+
+
+@pytest.mark.parametrize("query", ["生日那单的双倍积分补发了没有？", "积分怎么用", "你们会员有什么权益", "我回电话给你们"])
+def test_a_question_about_points_or_membership_that_asks_no_balance_or_tier_names_no_key(query: str) -> None:
     assert rule_keys(query) == ()

@@ -271,3 +271,59 @@ def test_a_correction_overtakes_what_it_corrects(acme, fake_ollama):
     found = _recall(acme, "dorm", "我儿子的宿舍在哪？")
     assert _rank(found, "是西十二舍") < _rank(found, "华中科技大学东十二舍")
     assert _rank(found, "华中科技大学东十二舍") < 99
+
+
+def test_an_old_phone_buries_its_sentence_only_for_a_question_about_the_phone(acme, fake_ollama):
+    """The sentence that gave the old phone also gave the work order number: after the customer changes their
+    number it is out of date for 「我现在的电话」, and still the answer to 「工单号是多少」."""
+    sid = open_session(acme, "repair")["session_id"]
+    _talk(
+        acme,
+        fake_ollama,
+        sid,
+        "洗衣机坏了，我电话 13810556273",
+        "已为您预约维修，您的联系电话 138 1055 6273，工单号 WX24061988。",
+    )
+    for user, agent in ZH_FILLER:
+        _talk(acme, fake_ollama, sid, user, agent)
+    _talk(
+        acme,
+        fake_ollama,
+        sid,
+        "我换手机了，新号码是 13911332854，以前那个不用了",
+        "好的，已将您的联系电话更新为 139 1133 2854。",
+    )
+
+    work_order = _recall(acme, "repair", "我那个维修工单号是多少？")
+    assert _rank(work_order, "WX24061988") <= 1
+
+    phone = _recall(acme, "repair", "我现在登记的电话是哪个？")
+    newest = min(_rank(phone, "13911332854"), _rank(phone, "139 1133 2854"))
+    assert newest < _rank(phone, "WX24061988")
+
+
+def test_another_batchs_progress_does_not_make_a_finished_batch_stale(acme, fake_ollama):
+    sid = open_session(acme, "importer")["session_id"]
+    _talk(acme, fake_ollama, sid, "BATCH-2031 好了没？", "BATCH-2031 目前已完成 97/100，剩下3条手机号格式错误。")
+    _talk(acme, fake_ollama, sid, "改好重传了", "BATCH-2031 的状态已同步更新为 100/100，成员已全部导入。")
+    for user, agent in ZH_FILLER[:3]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    _talk(acme, fake_ollama, sid, "又传了一批，任务号 BATCH-2107", "BATCH-2107 正在处理中，已完成 25/60。")
+
+    found = _recall(acme, "importer", "BATCH-2031 最后导完了吗？")
+    assert _rank(found, "100/100") <= 1
+    assert _rank(found, "100/100") < _rank(found, "97/100")
+
+
+def test_the_current_points_balance_answers_how_many_points_first(acme, fake_ollama):
+    """Balances in Chinese numerals (「剩余积分九百六十分」) are keyed, and 「我现在有多少积分」 asks the rule stage
+    for the key: the newest balance comes first, the older balances below it."""
+    sid = open_session(acme, "points")["session_id"]
+    _talk(acme, fake_ollama, sid, "我积分多少？", "您好，您目前积分两千三百八十分。")
+    for user, agent in ZH_FILLER[:3]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    _talk(acme, fake_ollama, sid, "换个保温杯", "已为您兑换保温杯一个，扣除2,000积分，剩余积分九百六十分。")
+
+    found = _recall(acme, "points", "我现在有多少积分？")
+    assert min(_rank(found, "960"), _rank(found, "九百六十")) == 0
+    assert _rank(found, "两千三百八十") > 0
