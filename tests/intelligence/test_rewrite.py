@@ -117,6 +117,8 @@ def test_progress_outside_a_batch_is_not_a_batch_query(query: str) -> None:
     assert rule_keys(query) == ()
 
 
-@pytest.mark.parametrize("query", ["生日那单的双倍积分补发了没有？", "积分怎么用", "你们会员有什么权益", "我回电话给你们"])
+@pytest.mark.parametrize(
+    "query", ["生日那单的双倍积分补发了没有？", "积分怎么用", "你们会员有什么权益", "我回电话给你们"]
+)
 def test_a_question_about_points_or_membership_that_asks_no_balance_or_tier_names_no_key(query: str) -> None:
     assert rule_keys(query) == ()
