@@ -9,7 +9,9 @@ Bootstrap, as the pgserver superuser (idempotent):
 - a login role ``memdesk`` that is NOT a superuser and cannot bypass row-level
   security (superusers ignore RLS policies), with CREATEDB for test databases;
 - the ``vector`` extension in ``template1`` (so test databases inherit it: a
-  non-superuser cannot create it) and in the ``memdesk`` database.
+  non-superuser cannot create it) and in the ``memdesk`` database;
+- full-text matching marked LEAKPROOF in both (``FULL_TEXT_UNDER_RLS``), so its
+  index works under row-level security.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ logger = logging.getLogger(__name__)
 
 APP_ROLE = "memdesk"
 APP_DB = "memdesk"
+
+#: Full-text matching (``tsvector @@ tsquery``) marked LEAKPROOF: PostgreSQL uses an index for a condition
+#: under row-level security only when its operator is leakproof, and core leaves this one unmarked, so
+#: without it the GIN index on ``memory_memoryunit.search_vector`` is never used and recall's lexical search
+#: of a long history reads every row of the end user. The function only compares its two arguments and
+#: reports a match; it raises no error that depends on a row's content. Needs a superuser: with
+#: ``DATABASE_URL`` the operator runs it (docs/operations.md, "Full-text search under row-level security").
+FULL_TEXT_UNDER_RLS = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
 
 _lock = threading.Lock()
 _ready: dict[Path, EmbeddedServer] = {}
@@ -70,7 +80,7 @@ def ensure_embedded(pgdata: Path) -> EmbeddedServer:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [APP_DB]).fetchone():
                 conn.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_ROLE}")
         for dbname in ("template1", APP_DB):
-            _superuser_execute(uri, dbname, ["CREATE EXTENSION IF NOT EXISTS vector"])
+            _superuser_execute(uri, dbname, ["CREATE EXTENSION IF NOT EXISTS vector", FULL_TEXT_UNDER_RLS])
         info = EmbeddedServer(socket_dir=host, superuser_uri=uri)
         _ready[pgdata] = info
         logger.info("embedded PostgreSQL ready at %s", host)

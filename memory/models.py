@@ -84,6 +84,8 @@ class MemoryUnit(TenantOwned):
             models.Index(fields=["tenant", "end_user", "expires_at"], name="mem_scope_user"),
             # The recent window of recall's vector leg: an end user's newest rows first (docs/memory.md).
             models.Index(fields=["tenant", "end_user", "-created_at"], name="mem_user_recent"),
+            # Keyed lookups of one end user: the rule stage and the current values behind stale units.
+            models.Index(fields=["tenant", "end_user", "key"], name="mem_user_key"),
             models.Index(fields=["session", "expires_at"], name="mem_scope_session"),
             models.Index(fields=["tenant", "expires_at"], name="mem_tenant_expiry"),
             GinIndex(fields=["search_vector"], name="mem_search_vector"),

@@ -45,7 +45,7 @@ from memory import embeddings, metrics
 from memory.consent import memory_enabled_for_session
 from memory.conversation import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.feedback import mark_recalled
-from memory.fetch import SCOPE_SQL, fetch_memories, scope_params
+from memory.fetch import SCOPE_SQL, fetch_memories, scope_params, valid_sql
 from memory.models import MemoryType, MemoryUnit
 from memory.mood import Mood, care_reason, detect_mood
 from memory.rewrite import Rewrite, rewrite_and_embed, rewrite_query, rule_keys
@@ -161,13 +161,22 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
     return hits
 
 
+#: ``recent`` is the window: the end user's newest ``window`` memory rows valid at ``as_of`` (read in the
+#: order of the ``mem_user_recent`` index, so a long history costs no more than a short one; its conditions
+#: are the ones the planner can estimate — the rest of the scope, whose JSON and OR tests it cannot, would
+#: turn the read into a scan of the whole tenant); ``scoped`` those of them the session may see. Both legs
+#: read only the window but for the lexical leg's rare words (``_LEX_SQL``).
 _CANDIDATE_SQL = """
-WITH scoped AS MATERIALIZED (
+WITH recent AS MATERIALIZED (
+    SELECT r.id, r.created_at FROM memory_memoryunit r
+    WHERE r.tenant_id = %(tenant)s AND r.end_user_id = %(end_user)s AND {valid}
+    ORDER BY r.created_at DESC
+    LIMIT %(window)s
+),
+scoped AS MATERIALIZED (
     SELECT m.id, m.embedding, m.embedding_model, m.search_vector, m.created_at
     FROM memory_memoryunit m
-    WHERE {scope}
-    ORDER BY m.created_at DESC
-    LIMIT %(window)s
+    WHERE m.id = ANY(ARRAY(SELECT id FROM recent)) AND {scope}
 ),
 vec AS (
     SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
@@ -201,7 +210,8 @@ _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk
 _LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
 tq AS MATERIALIZED (SELECT *, ({any_term}) AS q_any FROM tq0),
 wstats AS MATERIALIZED (
-    SELECT count(*)::float AS wn, min(created_at) AS oldest, GREATEST(avg(length(search_vector)), 1)::float AS avglen
+    SELECT count(*)::float AS wn, (SELECT min(created_at) FROM recent) AS oldest,
+           GREATEST(avg(length(search_vector)), 1)::float AS avglen
     FROM scoped
 ),
 whits AS MATERIALIZED (
@@ -212,14 +222,15 @@ whits AS MATERIALIZED (
 ),
 wdf AS MATERIALIZED (SELECT {wdfs} FROM whits),
 rare AS MATERIALIZED (
-    SELECT ({rare_any}) AS q_rare, w.wn >= %(window)s AS full_window, w.oldest
+    SELECT ({rare_any}) AS q_rare, (SELECT count(*) FROM recent) >= %(window)s AS full_window, w.oldest
     FROM tq CROSS JOIN wstats w CROSS JOIN wdf d
 ),
 ohits AS MATERIALIZED (
     SELECT id, len, {levels} FROM (
         SELECT m.id, length(m.search_vector) AS len, m.search_vector AS sv, ts_filter(m.search_vector, '{{d}}') AS own
-        FROM (SELECT * FROM rare WHERE full_window AND numnode(q_rare) > 0) r CROSS JOIN memory_memoryunit m
-        WHERE {scope} AND m.created_at < r.oldest AND m.search_vector @@ r.q_rare
+        FROM memory_memoryunit m
+        WHERE {scope} AND m.created_at < (SELECT oldest FROM rare)
+          AND m.search_vector @@ (SELECT q_rare FROM rare WHERE full_window AND numnode(q_rare) > 0)
     ) h CROSS JOIN tq
 ),
 stats AS MATERIALIZED (
@@ -283,7 +294,9 @@ def _lex_sql(n_terms: int) -> str:
 
 
 def _candidate_sql(n_terms: int, n_models: int = 1) -> str:
-    return _CANDIDATE_SQL.format(scope=SCOPE_SQL, distance=_distance_sql(n_models), lex=_lex_sql(n_terms))
+    return _CANDIDATE_SQL.format(
+        scope=SCOPE_SQL, valid=valid_sql("r", "%(as_of)s"), distance=_distance_sql(n_models), lex=_lex_sql(n_terms)
+    )
 
 
 def _vector_literal(vector: Any) -> str:

@@ -30,17 +30,41 @@ from django.db import connections, transaction
 POLICY_NAME = "tenant_isolation"
 
 
+#: The policy's test. ``tenant_id`` is compared as a uuid, not as text: the planner then estimates the
+#: policy's selectivity from the column's statistics (about every row of a tenant passes) instead of
+#: guessing one row in a hundred, and picks plans for the rows that are really there (an end user's
+#: newest memories by their index rather than a scan of the whole tenant; docs/memory.md, "Long histories").
+#: An unset or empty ``app.tenant_ids`` is an empty array: nothing passes.
+POLICY_USING = (
+    "current_setting('app.rls_bypass', true) = 'on' "
+    "OR tenant_id = ANY (string_to_array(current_setting('app.tenant_ids', true), ',')::uuid[])"
+)
+#: The test before it compared text (``tenant_id::text = ANY (…)``); kept for the migration's reverse.
+POLICY_USING_TEXT = (
+    "current_setting('app.rls_bypass', true) = 'on' "
+    "OR tenant_id::text = ANY (string_to_array(current_setting('app.tenant_ids', true), ','))"
+)
+
+
 def enable_rls_sql(table: str) -> str:
     return f"""
         ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
         ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
         DROP POLICY IF EXISTS {POLICY_NAME} ON {table};
-        CREATE POLICY {POLICY_NAME} ON {table}
-            USING (
-                current_setting('app.rls_bypass', true) = 'on'
-                OR tenant_id::text = ANY (string_to_array(current_setting('app.tenant_ids', true), ','))
-            );
+        CREATE POLICY {POLICY_NAME} ON {table} USING ({POLICY_USING});
     """
+
+
+def alter_every_policy_sql(using: str) -> str:
+    """Every table's ``tenant_isolation`` policy set to ``using`` (a migration's change of the test)."""
+    quoted = using.replace("'", "''")
+    return f"""
+        DO $$ DECLARE r record; BEGIN
+            FOR r IN SELECT schemaname, tablename FROM pg_policies WHERE policyname = '{POLICY_NAME}' LOOP
+                EXECUTE format('ALTER POLICY {POLICY_NAME} ON %I.%I USING ({quoted})', r.schemaname, r.tablename);
+            END LOOP;
+        END $$;
+    """  # noqa: S608 - our own constants, no input
 
 
 def disable_rls_sql(table: str) -> str:

@@ -9,7 +9,10 @@
 --
 -- Why the extension is created here: a non-superuser cannot CREATE EXTENSION
 -- vector. It goes into template1 first, so the memdesk database (and any test
--- database created later) inherits it.
+-- database created later) inherits it. Likewise full-text matching is marked
+-- LEAKPROOF (superuser only): under row-level security PostgreSQL uses an index
+-- only for leakproof operators, and recall's search of a long history needs the
+-- full-text index (docs/operations.md, section 3).
 
 \set ON_ERROR_STOP on
 
@@ -25,12 +28,14 @@ CREATE ROLE memdesk LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB NOREPL
 
 \connect template1
 CREATE EXTENSION IF NOT EXISTS vector;
+ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
 
 \connect postgres
 CREATE DATABASE memdesk OWNER memdesk TEMPLATE template1;
 
 \connect memdesk
 CREATE EXTENSION IF NOT EXISTS vector;
+ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
 -- PostgreSQL 15+ already keeps PUBLIC from creating objects in schema public;
 -- the database owner (memdesk) still can, which the migrations need.
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
