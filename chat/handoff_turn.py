@@ -47,12 +47,23 @@ State = ChatSession.State
 
 # The end user asks for a person. A negation just before it (「不用转人工」, "I don't need a human agent") does not.
 _ASK_ZH = re.compile(r"转人工|转接人工|人工客服|人工服务|找人工|要人工|接人工|真人客服|人工坐席|人工座席")
+# In English the words also describe people ("so cool to talk to someone who gets it", "we as human beings"):
+# a phrase followed by who/that is not asked for, and one in a longer message counts only in a sentence that
+# asks (want, need, can I, please, connect me …).
 _ASK_EN = re.compile(
     r"\b(?:talk|speak|chat)\s+(?:to|with)\s+(?:a\s+|an\s+|the\s+)?(?:real\s+|actual\s+|live\s+)?"
-    r"(?:person|human|agent|representative|someone)\b|\bhuman\s+(?:agent|being|support)\b|\blive\s+agent\b"
-    r"|\breal\s+person\b",
+    r"(?:person|human|agent|representative|someone)\b(?!\s+(?:who|that|which|whom|about|like)\b)"
+    r"|\bhuman\s+(?:agent|support)\b|\blive\s+agent\b|\breal\s+person\b(?!\s+(?:who|that)\b)",
     re.IGNORECASE,
 )
+_REQUEST_EN = re.compile(
+    r"\b(?:want|wanna|would\s+like|'d\s+like|need|can|could|may|let\s+me|please|get\s+me|connect\s+me|"
+    r"transfer\s+me|put\s+me\s+through|rather|is\s+there|give\s+me|demand)\b",
+    re.IGNORECASE,
+)
+#: A message this short that names a person to talk to asks for one ("human agent", "real person please").
+_SHORT_ASK_WORDS = 6
+_SENTENCE_END = re.compile(r"[.!?。！？\n]")
 _NEGATED_ZH = re.compile(r"(?:不用|不要|不需要|无需|别|不必|没要)\s*$")
 _NEGATED_EN = re.compile(r"\b(?:don'?t|do\s+not|no\s+need\s+to|not|never)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
 
@@ -95,12 +106,23 @@ class TurnHandoff:
 
 def asks_for_person(text: str, conf: HandoffSettings) -> bool:
     """Whether the end user asks for a person (memdesk's phrases and the tenant's ``phrases``)."""
-    for match in (*_ASK_ZH.finditer(text), *_ASK_EN.finditer(text)):
+    english = [m for m in _ASK_EN.finditer(text) if _asks_in_english(text, m)]
+    for match in (*_ASK_ZH.finditer(text), *english):
         before = text[max(0, match.start() - 30) : match.start()]
         if not (_NEGATED_ZH.search(before) or _NEGATED_EN.search(before)):
             return True
     folded = text.casefold()
     return any(phrase in folded for phrase in conf.phrases)
+
+
+def _asks_in_english(text: str, match: re.Match[str]) -> bool:
+    """An English phrase asks for a person in a short message, or in a sentence with a word that asks."""
+    if len(text.split()) <= _SHORT_ASK_WORDS:
+        return True
+    starts = [m.end() for m in _SENTENCE_END.finditer(text, 0, match.start())]
+    end = _SENTENCE_END.search(text, match.end())
+    sentence = text[starts[-1] if starts else 0 : end.start() if end else len(text)]
+    return bool(_REQUEST_EN.search(sentence))
 
 
 def keyword_in(text: str, conf: HandoffSettings) -> str | None:

@@ -70,11 +70,11 @@ DEFAULT_TUNING = {
     #: The vector leg compares the query with the scope's most recent rows, at most this many (see
     #: "Long histories" in docs/memory.md); the lexical leg reads every row in scope that shares a word.
     "vector_window": 2000,
-    #: Past the window, the lexical leg searches the whole history for the query words found in at most this
-    #: share of the window's rows: 1.0, every word. Lower bounds the cost for very long histories at a price
-    #: in recall: a word common in the window is no longer looked for in older rows (docs/memory.md, "Long
+    #: Past the window, the lexical leg searches the whole history (through the GIN index) for the query
+    #: words found in at most this share of the window's rows: a word common in the window weighs little in
+    #: BM25 and would make the search read thousands of older rows; 1.0, every word (docs/memory.md, "Long
     #: histories", has the trade-off).
-    "rare_share": 1.0,
+    "rare_share": 0.05,
     #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
     "question_weight": 0.5,
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.

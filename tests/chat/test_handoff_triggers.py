@@ -47,8 +47,18 @@ def test_an_english_request_is_answered_in_english_with_the_position(acme, globe
     assert fake_ollama.chat_requests == []
 
 
-@pytest.mark.parametrize("text", ["不用转人工，谢谢", "I don't need a human agent, thanks"])
-def test_declining_a_person_is_not_a_request(acme, sid, fake_ollama, text):
+@pytest.mark.parametrize(
+    "text",
+    [
+        "不用转人工，谢谢",
+        "I don't need a human agent, thanks",
+        # sentences from long conversations (LoCoMo) that describe people rather than ask for one
+        "Just skyped with a fan I met in CA. We talked characters - so cool to talk to someone who gets it. You?",
+        "Thanks, Maria! It's been great to talk to someone who understands the importance of these issues.",
+        "Yeah, nature is all connected. We as human being need look after it.",
+    ],
+)
+def test_declining_or_describing_a_person_is_not_a_request(acme, sid, fake_ollama, text):
     # given
     fake_ollama.script("好的")
     # when
@@ -255,3 +265,15 @@ async def _row(ctx, sid) -> ChatSession:
     from asgiref.sync import sync_to_async
 
     return await sync_to_async(session_row)(ctx, sid)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My refund still hasn't arrived after three weeks. I want to talk to a real person about it.",
+        "This bot keeps misunderstanding me, please let me speak with a live agent now.",
+    ],
+)
+def test_a_long_message_that_asks_for_a_person_is_a_request(acme, sid, fake_ollama, text):
+    send(acme, sid, text)
+    assert session_row(acme, sid).state == "waiting_for_human"
