@@ -286,7 +286,33 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         return Ownership("other", "example")
     if found is not None:
         return found
+    if role == "user":
+        recipient = _recipient_in_sentence(text, start, end)
+        if recipient is not None:
+            return recipient
     return Ownership("user") if role == "user" else Ownership("other")
+
+
+#: 「收件人周桂芳」, 「使用人是王子豪」: the sentence names who receives or uses what is sent.
+_RECIPIENT = re.compile(r"(?:收件人|收货人|使用人|联系人)(?:是|为|叫|:|：)?\s*(?P<who>(?![我是为叫])[\u4e00-\u9fff]{2,4})")
+#: 「…，他电话 186…」: the value's sentence goes on to a third person's own contact details.
+_THIRD_PERSONS_OWN = re.compile(r"(?<!其)(?P<who>[他她])(?!们)的?(?:电话|手机|号码|地址|邮箱|微信)")
+
+
+def _recipient_in_sentence(text: str, start: int, end: int) -> Ownership | None:
+    """A bare value in the user's sentence that names a recipient (「寄到…，收件人周桂芳，电话…」) or goes on to
+    a third person's details (「王子豪，寄到…，他电话…」) is that person's: the user is telling where to send it
+    and whom to call, not where they live."""
+    sentence = _sentence_start(text, start)
+    after = _SENTENCE_END.search(text, end)
+    stop = after.start() if after else len(text)
+    named = _RECIPIENT.search(text, sentence, stop)
+    if named is not None and not (named.start() <= start < named.end()):
+        return Ownership("contact", named.group("who"))
+    own = _THIRD_PERSONS_OWN.search(text, end, stop)
+    if own is not None and not _ACTS_ON_PRONOUN.match(text, max(sentence, own.start() - 6)):
+        return Ownership("contact", own.group("who"))
+    return None
 
 
 def _contact_before_denial(text: str, start: int, role: str) -> Ownership | None:

@@ -95,6 +95,17 @@ def test_a_hotline_a_venue_or_an_example_the_user_mentions_is_not_their_phone(te
         ("我老婆的电话是13800001111，她白天在家", "contact_phone", "13800001111"),
         ("我妈的手机 15900002222，帮忙通知她一下", "contact_phone", "15900002222"),
         ("收件人是我爸，电话 13312345678", "contact_phone", "13312345678"),
+        ("寄到南京市鼓楼区湖南路 15 号 3 栋 201，收件人周桂芳，电话 138 5190 3327", "contact_phone", "13851903327"),
+        (
+            "寄到南京市鼓楼区湖南路 15 号 3 栋 201，收件人周桂芳，电话 138 5190 3327",
+            "contact_address",
+            "南京市鼓楼区湖南路 15 号 3 栋 201",
+        ),
+        (
+            "王子豪，寄到武汉市洪山区珞喻路 1037 号，他电话 186 2714 0593",
+            "contact_address",
+            "武汉市洪山区珞喻路 1037 号",
+        ),
         ("My wife's number is 917-555-0123", "contact_phone", "9175550123"),
         ("Please call my husband at 312-555-0144 instead", "contact_phone", "3125550144"),
         ("寄到我妈家，地址是武汉市江汉区解放大道 690 号", "contact_address", "武汉市江汉区解放大道 690 号"),
@@ -116,6 +127,13 @@ def test_a_third_party_the_user_names_gets_its_own_key_never_the_users(text: str
     assert not {"phone", "address", "name"} & set(found)
     assert key not in ANCHOR_KEYS
     assert found[key][0].type == "fact_reference"
+
+
+def test_the_user_as_the_recipient_keeps_their_own_address() -> None:
+    found = facts("寄到上海市徐汇区宜山路 700 号 B 座 1603，收件人是我，电话 13917024486")
+
+    assert [f.value for f in found["address"]] == ["上海市徐汇区宜山路 700 号 B 座 1603"]
+    assert [f.value for f in found["phone"]] == ["13917024486"]
 
 
 def test_a_contacts_fact_says_who_the_contact_is() -> None:
