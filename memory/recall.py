@@ -168,15 +168,15 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
 #: read only the window but for the lexical leg's rare words (``_LEX_SQL``).
 _CANDIDATE_SQL = """
 WITH recent AS MATERIALIZED (
-    SELECT r.id, r.created_at FROM memory_memoryunit r
+    SELECT r.id, r.tenant_id, r.end_user_id, r.session_id, r.type, r.data, r.created_at, r.expires_at,
+           r.embedding, r.embedding_model, r.search_vector
+    FROM memory_memoryunit r
     WHERE r.tenant_id = %(tenant)s AND r.end_user_id = %(end_user)s AND {valid}
     ORDER BY r.created_at DESC
     LIMIT %(window)s
 ),
 scoped AS MATERIALIZED (
-    SELECT m.id, m.embedding, m.embedding_model, m.search_vector, m.created_at
-    FROM memory_memoryunit m
-    WHERE m.id = ANY(ARRAY(SELECT id FROM recent)) AND {scope}
+    SELECT m.id, m.embedding, m.embedding_model, m.search_vector, m.created_at FROM recent m WHERE {scope}
 ),
 vec AS (
     SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
