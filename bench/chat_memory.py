@@ -68,7 +68,10 @@ Usage (from the repository root; a benchmark is not a test: one at a time, ``nic
 Prints a Markdown table and writes ``bench/out/chat_memory_<dataset>.json`` (``--out`` to name it otherwise).
 The database ``memdesk_bench_chat_memory_<output name>`` is dropped and created afresh each run (so two runs
 with different ``--out`` can go side by side). ``--knobs JSON`` (repeatable) asks every question again with those
-``MEMDESK_RECALL`` settings on the same ingest and reports each variant beside the default. Nothing of the product is
+``MEMDESK_RECALL`` settings on the same ingest and reports each variant beside the default. ``--reuse-ingest`` asks
+the questions again on the database an earlier run with the same arguments left (its turns were ingested through the
+chat path, by the code of that run's commit, which the output names): for comparing recall settings or recall code
+without waiting for the ingest again; the product's figure comes from a run that ingests. Nothing of the product is
 patched; the database is read directly only to map memories to turns and to measure storage.
 """
 
