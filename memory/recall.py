@@ -675,14 +675,20 @@ def _rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None)
 
 # The conversation units of the message that follows each question unit's message in its session: the
 # answer to a question is what was said next (the agent's reply to the user's question, the user's reply
-# to the agent's).
+# to the agent's). The messages come first, in a CTE of their own: the statement is prepared, and a generic
+# plan (one for every parameter value, which PostgreSQL switches to after five runs when it looks no dearer)
+# that started from the scope's side read every memory of the end user to find the few answers.
 _ANSWERS_SQL = """
-SELECT q.id AS question_id, m.id AS answer_id
-FROM memory_memoryunit q
-JOIN chat_message qm ON qm.tenant_id = q.tenant_id AND qm.id = q.source_message_id
-JOIN chat_message am ON am.tenant_id = qm.tenant_id AND am.session_id = qm.session_id AND am.seq = qm.seq + 1
-JOIN memory_memoryunit m ON m.tenant_id = am.tenant_id AND m.source_message_id = am.id
-WHERE q.tenant_id = %(tenant)s AND q.id = ANY(%(questions)s) AND {scope}
+WITH answered AS MATERIALIZED (
+    SELECT q.id AS question_id, am.id AS message_id
+    FROM memory_memoryunit q
+    JOIN chat_message qm ON qm.tenant_id = q.tenant_id AND qm.id = q.source_message_id
+    JOIN chat_message am ON am.tenant_id = qm.tenant_id AND am.session_id = qm.session_id AND am.seq = qm.seq + 1
+    WHERE q.tenant_id = %(tenant)s AND q.id = ANY(%(questions)s)
+)
+SELECT a.question_id, m.id AS answer_id
+FROM answered a JOIN memory_memoryunit m ON m.tenant_id = %(tenant)s AND m.source_message_id = a.message_id
+WHERE {scope}
 ORDER BY m.created_at, m.id
 """
 
