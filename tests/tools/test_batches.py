@@ -36,7 +36,16 @@ def _progress(ctx, sid, task_id):
 
 
 def _run_worker():
-    call_command("run_worker", "--once", "--poll", "0.2", "--heartbeat", "0.5", "--stalled-after", "5")
+    # --nice 0: in-process, a lower priority would stay with the test run
+    call_command("run_worker", "--once", "--poll", "0.2", "--heartbeat", "0.5", "--stalled-after", "5", "--nice", "0")
+
+
+@pytest.mark.parametrize("nice", ["-1", "20"])
+def test_a_worker_priority_out_of_range_is_refused(nice, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        call_command("run_worker", "--once", "--nice", nice)
+    assert stopped.value.code == 2
+    assert "--nice must be between 0 and 19" in capsys.readouterr().err
 
 
 def _batch_memory(ctx, task_id):

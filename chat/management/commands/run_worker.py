@@ -15,12 +15,19 @@ every ``--index-every`` seconds (``manage.py index_messages``).
 
 SIGTERM / SIGINT stop the worker gracefully: the item in flight finishes, the
 batch job goes back to the queue and the next worker resumes it.
+
+The worker runs at a lower CPU priority than the web processes (``--nice``,
+default ``MEMDESK_WORKER_NICE``, 10): its jobs — conversation memory above all,
+embedded unit by unit after every turn — wait a moment without anyone noticing,
+a reply does not. On a host where the worker shares the CPU with the web
+processes the replies get it first; alone on its CPU the worker loses nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 from django.core.management.base import BaseCommand
@@ -30,6 +37,17 @@ from memory.management.commands.index_messages import index_all_pending
 from memory.tasks import HEALTH_QUEUE
 
 logger = logging.getLogger("chat.worker")
+
+#: The worker's default CPU priority decrease (``MEMDESK_WORKER_NICE``).
+DEFAULT_NICE = 10
+
+
+def _default_nice() -> int:
+    raw = os.environ.get("MEMDESK_WORKER_NICE", "")
+    try:
+        return int(raw) if raw.strip() else DEFAULT_NICE
+    except ValueError:
+        return DEFAULT_NICE
 
 
 async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
@@ -81,6 +99,12 @@ class Command(BaseCommand):
             help="Seconds between sweeps for chat messages whose conversation memory is unwritten (default 60).",
         )
         parser.add_argument(
+            "--nice",
+            type=int,
+            default=_default_nice(),
+            help="Lower the worker's CPU priority by this much, 0 to 19 (default MEMDESK_WORKER_NICE, else 10).",
+        )
+        parser.add_argument(
             "--poll",
             type=float,
             default=5.0,
@@ -93,6 +117,10 @@ class Command(BaseCommand):
         if options["stalled_after"] <= options["heartbeat"]:
             self.stderr.write("--stalled-after must be longer than --heartbeat")
             raise SystemExit(2)
+        if not 0 <= options["nice"] <= 19:
+            self.stderr.write("--nice must be between 0 and 19")
+            raise SystemExit(2)
+        self.niceness = os.nice(options["nice"]) if options["nice"] else os.nice(0)
         # The Django connector cannot LISTEN or run a worker: use a psycopg
         # pool on the same database (procrastinate's own recipe).
         with app.replace_connector(app.connector.get_worker_connector()):
@@ -104,7 +132,7 @@ class Command(BaseCommand):
             indexed = await index_unwritten_memory()
             self.stdout.write(
                 f"run_worker: queues {BATCH_QUEUE}, {HEALTH_QUEUE}, {recovered} stalled job(s) recovered, "
-                f"{indexed} message(s) indexed into memory",
+                f"{indexed} message(s) indexed into memory, CPU niceness {self.niceness}",
                 ending="\n",
             )
             self.stdout.flush()
