@@ -34,6 +34,8 @@ MEMDESK_LLM_EXTRACTION = envbool("MEMDESK_LLM_EXTRACTION", False)
 MEMORY_WRITER = envstr("MEMDESK_MEMORY_WRITER", "worker")
 if MEMORY_WRITER not in ("worker", "inline"):
     raise ImproperlyConfigured(f"MEMDESK_MEMORY_WRITER must be 'worker' or 'inline', got {MEMORY_WRITER!r}")
+# How much manage.py run_worker lowers its CPU priority: the worker's jobs can wait a moment, replies cannot.
+WORKER_NICE = envint("MEMDESK_WORKER_NICE", 10, minimum=0, maximum=19)
 
 
 def _secret_key() -> str:

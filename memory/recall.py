@@ -459,14 +459,20 @@ def _subject(key: str, value: str) -> str | None:
 
 
 def _stale_units(
-    tenant: Tenant, session: ChatSession, units: list[MemoryUnit], as_of: datetime, query: str | None = None
+    tenant: Tenant,
+    session: ChatSession,
+    units: list[MemoryUnit],
+    as_of: datetime,
+    query: str | None = None,
+    *,
+    present: bool = False,
 ) -> set[Any]:
     """The conversation units among ``units`` that state a value no longer current at ``as_of``: the key's
     current memories hold another value, or — for a key with a validity of its own — none is current any
     more. With ``query``, only the values it asks about count (``memory.conversation.asks_about``): the rest
-    of such a unit is as true as it was. One query of the current values, only when a unit states such facts."""
+    of such a unit is as true as it was; ``present``: the query asks how things stand now (``about_now``). One
+    query of the current values, only when a unit states such facts."""
     scope = str(tuning()["stale_scope"])
-    present = query is not None and about_now(query)
     keys = sorted(
         {
             key
@@ -615,7 +621,7 @@ def _current_first(
         taken.add(memory.pk)
         kept.append(hit)
     kept_units = [h.memory for h in kept if is_conversation_key(h.memory.key)]
-    stale = _stale_units(tenant, session, kept_units, as_of, query)
+    stale = _stale_units(tenant, session, kept_units, as_of, query, present=about_now)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
     current = [h for h in kept if not h.stale]

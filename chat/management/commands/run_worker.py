@@ -30,6 +30,7 @@ import logging
 import os
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from chat.batches import BATCH_QUEUE, RUN_BATCH
@@ -37,17 +38,6 @@ from memory.management.commands.index_messages import index_all_pending
 from memory.tasks import HEALTH_QUEUE
 
 logger = logging.getLogger("chat.worker")
-
-#: The worker's default CPU priority decrease (``MEMDESK_WORKER_NICE``).
-DEFAULT_NICE = 10
-
-
-def _default_nice() -> int:
-    raw = os.environ.get("MEMDESK_WORKER_NICE", "")
-    try:
-        return int(raw) if raw.strip() else DEFAULT_NICE
-    except ValueError:
-        return DEFAULT_NICE
 
 
 async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
@@ -101,8 +91,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--nice",
             type=int,
-            default=_default_nice(),
-            help="Lower the worker's CPU priority by this much, 0 to 19 (default MEMDESK_WORKER_NICE, else 10).",
+            default=None,
+            help="Lower the worker's CPU priority by this much, 0 to 19 (default settings.WORKER_NICE: "
+            "MEMDESK_WORKER_NICE, else 10).",
         )
         parser.add_argument(
             "--poll",
@@ -117,10 +108,11 @@ class Command(BaseCommand):
         if options["stalled_after"] <= options["heartbeat"]:
             self.stderr.write("--stalled-after must be longer than --heartbeat")
             raise SystemExit(2)
-        if not 0 <= options["nice"] <= 19:
+        nice = settings.WORKER_NICE if options["nice"] is None else options["nice"]
+        if not 0 <= nice <= 19:
             self.stderr.write("--nice must be between 0 and 19")
             raise SystemExit(2)
-        self.niceness = os.nice(options["nice"]) if options["nice"] else os.nice(0)
+        self.niceness = os.nice(nice)  # the resulting niceness (os.nice(0) only reads it)
         # The Django connector cannot LISTEN or run a worker: use a psycopg
         # pool on the same database (procrastinate's own recipe).
         with app.replace_connector(app.connector.get_worker_connector()):
