@@ -12,12 +12,13 @@ Storage, two parts:
   an ``edit`` event. A frozen memory still expires with its TTL (a day, the session's).
 * **The record**, ``ChatSession.topic_state`` (JSON)::
 
-      {"model": "<embedding model>", "vectors": [[…first message…], […latest message…]],
-       "frozen": [{"id": "3f2a9c1e", "topic": "账单", "model": "…", "vectors": [[…], […]],
+      {"model": "<embedding model>", "vectors": ["<first message>", "<latest message>"],
+       "frozen": [{"id": "3f2a9c1e", "topic": "账单", "model": "…", "vectors": ["…", "…"],
                    "frozen_at": "2026-…", "memories": 3, "tool_context": {…} | null}]}
 
-  ``vectors`` are the current topic's (rounded unit vectors of its first and latest user message, for the
-  intent-shift check); ``frozen`` the topics left, newest last, at most ``MAX_FROZEN``. ``tool_context`` is the
+  ``vectors`` are the current topic's (unit vectors of its first and latest user message, for the intent-shift
+  check, each packed as base64 float16 by ``memory.topics.pack_vector``; records with lists of numbers, written
+  before, are read too); ``frozen`` the topics left, newest last, at most ``MAX_FROZEN``. ``tool_context`` is the
   execution context's tool call at the moment of the switch, handed in by the chat runtime
   (:func:`attach_tool_context`): memory never imports chat.
 
@@ -45,6 +46,7 @@ from memory.topics import (
     detect_topic_return,
     detect_topic_switch,
     model_reads,
+    pack_vector,
     shift_applies,
     topic_similarity,
 )
@@ -57,10 +59,6 @@ __all__ = ["MAX_FROZEN", "attach_tool_context", "do_topic_switch", "observe_user
 MAX_FROZEN = 5
 FROZEN_TOPIC = "frozen_topic"
 FROZEN_KEY = "frozen_key"
-
-
-def _rounded(vector: Any) -> list[float]:
-    return [round(float(x), 4) for x in vector]
 
 
 def _frozen_topics(session: ChatSession) -> list[dict[str, Any]]:
@@ -115,10 +113,10 @@ def observe_user_message(tenant: Tenant, session: ChatSession, text: str) -> Top
                 switch = TopicSwitch(record.get("topic", ""), note, "return", record["id"])
     if switch is None:
         if vector is not None:  # the topic's first message stays; its latest follows the conversation
-            first = current[0] if current else _rounded(vector)
-            _save_state(tenant, session, {**state, "model": model, "vectors": [first, _rounded(vector)]})
+            first = current[0] if current else pack_vector(vector)
+            _save_state(tenant, session, {**state, "model": model, "vectors": [first, pack_vector(vector)]})
         return None
-    vectors = [_rounded(vector)] if vector is not None and switch.new_topic else []
+    vectors = [pack_vector(vector)] if vector is not None and switch.new_topic else []
     return do_topic_switch(tenant, session, switch, model=model, vectors=vectors)
 
 

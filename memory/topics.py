@@ -23,6 +23,8 @@ Everything here is pure: vectors come in as arguments (``memory.topic_freeze`` e
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -237,11 +239,40 @@ def is_follow_up(text: str) -> bool:
     return cjk < _MIN_CJK if cjk else len(_WORD.findall(stripped)) < _MIN_WORDS
 
 
+def pack_vector(vector: Any) -> str:
+    """A topic vector as it is kept in the session's record: base64 of little-endian float16. A float16 keeps a
+    unit vector's components to about 1e-5 (the similarity thresholds are two decimals), and a record of two
+    such strings is a third the size of the same vectors as JSON numbers, which PostgreSQL parses one by one
+    on every turn's update of the record."""
+    return base64.b64encode(np.asarray(vector, dtype="<f2").tobytes()).decode("ascii")
+
+
+def unpack_vectors(values: Sequence[Any]) -> np.ndarray:
+    """The topic vectors of a record as a float32 matrix: ``pack_vector`` strings, or lists of numbers (records
+    written before the packed form). A value neither can read (a hand-edited record) is left out."""
+    rows = []
+    for value in values:
+        try:
+            if isinstance(value, str):
+                rows.append(np.frombuffer(base64.b64decode(value, validate=True), dtype="<f2").astype(np.float32))
+            else:
+                rows.append(np.asarray(value, dtype=np.float32))
+        except (binascii.Error, ValueError, TypeError):
+            continue
+    sizes = {row.shape for row in rows}
+    if not rows or len(sizes) != 1 or rows[0].ndim != 1:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack(rows)
+
+
 def topic_similarity(vector: Any, topic_vectors: Sequence[Any]) -> float:
-    """The highest cosine similarity of ``vector`` to the topic's unit vectors (``-1.0`` for none)."""
-    if not len(topic_vectors):
+    """The highest cosine similarity of ``vector`` to the topic's unit vectors (packed or lists; ``-1.0`` for
+    none, or for vectors of another size)."""
+    matrix = unpack_vectors(topic_vectors)
+    query = np.asarray(vector, dtype=np.float32)
+    if not matrix.size or matrix.shape[1] != query.shape[-1]:
         return -1.0
-    return float(np.max(np.asarray(topic_vectors, dtype=np.float32) @ np.asarray(vector, dtype=np.float32)))
+    return float(np.max(matrix @ query))
 
 
 def model_reads(text: str, model: str) -> bool:

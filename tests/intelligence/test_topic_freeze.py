@@ -5,12 +5,14 @@ Through chat turns: ``POST /api/v1/sessions/<id>/messages`` with the fake Ollama
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from chat.context import do_start_tool_call
 from chat.models import ExecutionContext
 from conversations.models import ChatSession
 from memory.models import MemoryType, MemoryUnit
+from memory.topics import pack_vector, topic_similarity, unpack_vectors
 from tenants.rls import tenant_scope
 from tests.factories import open_session
 
@@ -71,6 +73,39 @@ def test_billing_then_complaint_resets_the_context(acme, sid, fake_ollama):
 
     # then the prompt carries the reset
     assert _reset(fake_ollama)
+
+
+def test_a_session_recorded_with_number_lists_still_detects_the_switch(acme, sid, fake_ollama):
+    """A session whose topic record holds its vectors as lists of numbers (as records did before they were
+    packed) reads them: the same topic stays, the switch is still seen."""
+    # given a session on the bill whose record holds its vectors as number lists
+    _send(acme, sid, "我想查一下这个月的账单")
+    state = _session(acme, sid).topic_state
+    assert all(isinstance(v, str) for v in state["vectors"])  # packed, a third of the JSON numbers' size
+    legacy = {**state, "vectors": [[round(float(x), 4) for x in row] for row in unpack_vectors(state["vectors"])]}
+    with tenant_scope(acme.tenant):
+        ChatSession.objects.for_tenant(acme.tenant).filter(pk=sid).update(topic_state=legacy)
+
+    # when the user asks about the bill again, then for something else
+    _send(acme, sid, "上个月的账单也帮我查一下")
+    same_topic = _reset(fake_ollama)
+    _send(acme, sid, "我要投诉客服")
+
+    # then only the second prompt carries the reset: the lists were read (an unreadable record resets at once)
+    assert not same_topic
+    assert _reset(fake_ollama)
+
+
+def test_packed_topic_vectors_keep_the_similarity():
+    """The packed form changes no decision: similarities agree with the full vectors to well under the
+    thresholds' two decimals; a value that is not a vector is left out instead of failing the turn."""
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(3, 512)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exact = float(np.max(vectors[1:] @ vectors[0]))
+    assert abs(topic_similarity(vectors[0], [pack_vector(v) for v in vectors[1:]]) - exact) < 1e-3
+    assert abs(topic_similarity(vectors[0], [*map(pack_vector, vectors[1:]), "not base64!"]) - exact) < 1e-3
+    assert topic_similarity(vectors[0], ["not base64!"]) == -1.0
 
 
 def test_a_follow_up_on_the_same_topic_does_not_reset(acme, sid, fake_ollama):
