@@ -16,7 +16,6 @@ import re
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from chat.messages import insert_message, session_locked
@@ -30,7 +29,6 @@ from memory.conversation import squash
 from memory.extraction import extract_and_store
 from memory.health import amnesia_phrase
 from memory.models import AmnesiaAlert, MemoryUnit
-from memory.tasks import queue_index
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -140,8 +138,6 @@ def finish_turn(
             _amnesia_alert(tenant, session, reply, phrase)
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply, previous_text=message.text)
-        if settings.MEMORY_WRITER == "worker":
-            queue_index(tenant, session.pk, [message.pk, reply.pk])
     return reply
 
 

@@ -1,7 +1,8 @@
 """A chat turn's side of the handoff: deferring to a person, and the triggers that ask for one.
 
-``chat.turn.run_turn`` calls :func:`handoff_turn` right after the user message is stored, in one unit of work
-with one read (the session's state and what the stateful triggers need):
+The turn reads what the handoff needs (:func:`read_turn`: the session's state and what the stateful triggers
+need, in one statement) in the transaction that stores the user message, then calls :func:`handoff_turn`, which
+writes only when there is something to write:
 
 - **A person has the conversation** (state ``waiting_for_human`` or ``with_human``): the turn ends there. The
   message is stored (it always is, first), its facts extracted and its conversation units written like any
@@ -181,30 +182,63 @@ def _trigger(conf: HandoffSettings, text: str, negative: bool, row: dict[str, An
     return None
 
 
+@dataclass(frozen=True)
+class HandoffCheck:
+    """What the handoff read for a stored user message: the session's state and the trigger that fires."""
+
+    state: str
+    handoff_at: Any
+    fired: tuple[str, str] | None  # (trigger, reason)
+    conf: HandoffSettings
+
+    @property
+    def answers(self) -> bool:
+        """The AI answers the message as usual: nothing for the handoff to write."""
+        return self.state == State.AI and self.fired is None
+
+
 @require_session_id
-def check_turn(tenant: Tenant, session: ChatSession, message: Message) -> TurnHandoff:
-    """The handoff's decision for a stored user message (see the module docstring), in one transaction."""
+def read_turn(tenant: Tenant, session: ChatSession, message: Message) -> HandoffCheck:
+    """The handoff's read for a stored user message, in one statement of the caller's transaction under the
+    tenant's scope: the turn runs it in the transaction that stores the message (``chat.messages``'s
+    ``then``), so the common turn, which the AI answers, costs the handoff no transaction of its own."""
     conf = handoff_settings(tenant)
     negative = bool(conf.negative_mood_turns) and detect_mood(message.text).negative
     params = {
         "tenant": tenant.pk, "session": session.pk, "seq": message.seq, "replies": conf.confirmation_streak,
         "said": conf.negative_mood_turns - 1 if negative else 0,
     }  # fmt: skip
+    row = fetch_row(_TURN_STATE, params)
+    if row is None:
+        raise SessionNotFound("No such session.")
+    fired = _trigger(conf, message.text, negative, row) if row["state"] == State.AI else None
+    return HandoffCheck(row["state"], row["handoff_at"], fired, conf)
+
+
+@require_session_id
+def apply_check(tenant: Tenant, session: ChatSession, message: Message, check: HandoffCheck) -> TurnHandoff:
+    """The handoff's decision for a stored user message (see the module docstring) from what
+    :func:`read_turn` found, with its writes in one transaction."""
+    if check.answers:
+        return TurnHandoff()
     with tenant_scope(tenant):
-        row = fetch_row(_TURN_STATE, params)
-        if row is None:
-            raise SessionNotFound("No such session.")
-        if row["state"] != State.AI:
-            session.state, session.handoff_at = row["state"], row["handoff_at"]
-            return _defer(tenant, session, message, conf)
-        fired = _trigger(conf, message.text, negative, row)
-        if fired is None:
-            return TurnHandoff()
-        done = handoff.do_request_handoff(tenant, session, trigger=fired[0], reason=fired[1])
+        if check.state != State.AI:
+            session.state, session.handoff_at = check.state, check.handoff_at
+            return _defer(tenant, session, message, check.conf)
+        assert check.fired is not None
+        done = handoff.do_request_handoff(tenant, session, trigger=check.fired[0], reason=check.fired[1])
     text = notice_text(
         detect_language(message.text), done.position, leave_message=done.leave_message, closed=done.closed
     )
     return TurnHandoff(state=done.state, position=done.position, leave_message=done.leave_message, notice=_notice(text))
+
+
+@require_session_id
+def check_turn(tenant: Tenant, session: ChatSession, message: Message) -> TurnHandoff:
+    """:func:`read_turn` and :func:`apply_check` for a stored user message, without a transaction of the caller's."""
+    with tenant_scope(tenant):
+        check = read_turn(tenant, session, message)
+    return apply_check(tenant, session, message, check)
 
 
 def _defer(tenant: Tenant, session: ChatSession, message: Message, conf: HandoffSettings) -> TurnHandoff:
@@ -229,9 +263,18 @@ def _defer(tenant: Tenant, session: ChatSession, message: Message, conf: Handoff
     )
 
 
-async def handoff_turn(tenant: Tenant, session: ChatSession, message: Message) -> TurnHandoff:
-    """:func:`check_turn` in a unit of work; a message left for the team then goes to the tenant's webhook."""
-    decided = await unit_of_work(check_turn)(tenant, session, message)
+async def handoff_turn(
+    tenant: Tenant, session: ChatSession, message: Message, check: HandoffCheck | None = None
+) -> TurnHandoff:
+    """The handoff's decision for a stored user message, from ``check`` (:func:`read_turn`, made when it was
+    stored) or read now: a unit of work only when there is something to write or read; a message left for the
+    team then goes to the tenant's webhook."""
+    if check is not None and check.answers:
+        return TurnHandoff()
+    if check is None:
+        decided = await unit_of_work(check_turn)(tenant, session, message)
+    else:
+        decided = await unit_of_work(apply_check)(tenant, session, message, check)
     if decided.webhook is not None:
         await post_left_message(tenant, *decided.webhook)
     return decided

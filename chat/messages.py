@@ -11,7 +11,7 @@ stores the reply the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
@@ -157,7 +157,12 @@ def session_locked(tenant: Tenant, session: ChatSession) -> Iterator[None]:
 
 @require_session_id
 def store_user_message(
-    tenant: Tenant, session: ChatSession, text: str, client_msg_id: str | None
+    tenant: Tenant,
+    session: ChatSession,
+    text: str,
+    client_msg_id: str | None,
+    *,
+    then: Callable[[Message], None] | None = None,
 ) -> tuple[Message, Message | None]:
     """Store (or find) the user message; returns it and its stored reply if
     this ``client_msg_id`` was already answered. Rate limits are counted from
@@ -173,7 +178,11 @@ def store_user_message(
     Three round trips: the transaction's ``BEGIN`` with the session's lock;
     one read of everything the checks need (a replay's id, both rate limits,
     the last ``seq``); the insert with the session's ``last_activity_at``;
-    then ``COMMIT``. The read must be a statement of its own, after the lock:
+    then ``COMMIT``. ``then(message)``, when given, runs before the commit
+    when the turn is to run (a new message, or a retry that took the lease
+    over): the caller's own reads in the same transaction, under the lock
+    (the handoff's, ``chat.turn``), instead of a transaction of their own.
+    The read must be a statement of its own, after the lock:
     a statement that waits for a row lock keeps the snapshot it started
     with, so its subqueries would miss the message a concurrent turn of this
     session has just committed (a duplicate ``seq``)."""
@@ -196,8 +205,11 @@ def store_user_message(
                 .order_by("-seq")
                 .first()
             )
-            if reply is None and not _take_lease(tenant, existing):
-                raise TurnRunning(str(existing.pk))
+            if reply is None:
+                if not _take_lease(tenant, existing):
+                    raise TurnRunning(str(existing.pk))
+                if then is not None:
+                    then(existing)
             return existing, reply
         if per_session <= 0 or state["session_full"] is not None:  # a limit of 0 refuses everything
             raise RateLimited(f"More than {per_session} messages a minute in this session; slow down.")
@@ -209,7 +221,10 @@ def store_user_message(
             seq=(state["last_seq"] or 0) + 1, created_at=now,
             turn_lease_until=now + timedelta(seconds=TURN_LEASE_S) if client_msg_id is not None else None,
         )  # fmt: skip
-        return insert_message(message, _TOUCH_SESSION, {**ids, "now": now}), None
+        insert_message(message, _TOUCH_SESSION, {**ids, "now": now})
+        if then is not None:
+            then(message)
+        return message, None
 
 
 _TAKE_LEASE = """

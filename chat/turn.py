@@ -2,18 +2,19 @@
 
 Following "One chat turn" in DESIGN.md, in named steps:
 
-1. ``_store`` — the user message, committed first, idempotent by ``client_msg_id`` (``chat.messages``); a
-   retry of a turn still running waits for its reply; then the handoff (``chat.handoff_turn``): while a person
-   has the conversation the turn ends here, unanswered; a trigger that hands it off makes the reply;
+1. ``_store`` — the user message, committed first, idempotent by ``client_msg_id`` (``chat.messages``), with
+   the handoff's read in the same transaction; a retry of a turn still running waits for its reply; then the
+   handoff (``chat.handoff_turn``): while a person has the conversation the turn ends here, unanswered; a
+   trigger that hands it off makes the reply;
 2. ``_prepare`` — extraction, feedback, recall and the two-channel prompt within the model's exact token
    budget (``chat.prepare``);
 3. ``_generate`` — the reply streamed from Ollama, deltas relayed, with up to ``MAX_TOOL_ROUNDS`` rounds of
    tool calls (``chat.tool_calls``);
 4. ``_finish`` — the reply stored, the facts the agent stated extracted, feedback (``chat.finish``); then
    the caller's ``on_done``;
-5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units when the web process
-   writes them (``MEMORY_WRITER`` "inline"; by default step 4 queued them for the worker), the periodic
-   health check.
+5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units, queued for the worker
+   (``MEMORY_WRITER`` "worker", the default) or written by the web process ("inline"), the periodic health
+   check.
 
 Each database step is its own short transaction (``config.db.sql.unit_of_work``
 units of work); nothing is held open while the model generates. If the model
@@ -37,7 +38,7 @@ from django.conf import settings
 from chat import messages, metrics
 from chat.finish import finish_turn
 from chat.forget import forget_turn
-from chat.handoff_turn import HandoffTurn, TurnHandoff, handoff_turn, model_handoff
+from chat.handoff_turn import HandoffCheck, HandoffTurn, TurnHandoff, handoff_turn, model_handoff, read_turn
 from chat.llm import LLMError, OllamaChat, get_llm
 from chat.prepare import REPLY_RESERVE, prepare_turn
 from chat.prepared import PreparedTurn
@@ -47,6 +48,7 @@ from config.errors import DATABASE_UNAVAILABLE, ApiError
 from conversations.models import ChatSession, Message
 from memory.conversation import index_messages
 from memory.health import check_after_turn, check_due
+from memory.tasks import queue_index
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -184,12 +186,23 @@ def _database_failed(exc: BaseException, message: Message | None) -> TurnFailed:
 # --- step 1: store ---------------------------------------------------------------
 
 
+def _store_and_read(
+    tenant: Tenant, session: ChatSession, text: str, client_msg_id: str | None
+) -> tuple[Message, Message | None, HandoffCheck | None]:
+    """``store_user_message`` with the handoff's read (``read_turn``) in its transaction, when the turn runs."""
+    checks: list[HandoffCheck] = []
+    message, reply = messages.store_user_message(
+        tenant, session, text, client_msg_id, then=lambda stored: checks.append(read_turn(tenant, session, stored))
+    )
+    return message, reply, checks[0] if checks else None
+
+
 async def _store(
     tenant: Tenant, session: ChatSession, text: str, client_msg_id: str | None
-) -> tuple[Message, Message | None]:
+) -> tuple[Message, Message | None, HandoffCheck | None]:
     """Step 1; a retry of a turn still running waits for it (``TURN_WAIT_S``, polling without holding a
     connection) and then gets its stored reply, or runs the turn itself if the first one failed or died."""
-    store = unit_of_work(messages.store_user_message)
+    store = unit_of_work(_store_and_read)
     deadline = time.monotonic() + TURN_WAIT_S
     while True:
         try:
@@ -405,13 +418,18 @@ async def _answer(
 async def _after_reply(
     tenant: Tenant, session: ChatSession, message: Message, reply: Message, previous_text: str
 ) -> None:
-    """Step 5, once the reply is out: with ``MEMORY_WRITER`` "inline", the turn's messages become conversation
-    memory; then (at most once a minute per process) the tenant's health check. Failures are logged; the
-    turn has succeeded."""
-    # With MEMORY_WRITER "worker" (the default) finish_turn queued the units for the background worker. A
-    # failure (or a process that dies here) leaves the messages unmarked, and the worker's sweep
-    # (memory.conversation.index_pending) writes them.
-    if settings.MEMORY_WRITER == "inline":
+    """Step 5, once the reply is out: the turn's messages become conversation memory (``MEMORY_WRITER``
+    "worker", the default: a job for the background worker is queued; "inline": written here); then (at most
+    once a minute per process) the tenant's health check. Failures are logged; the turn has succeeded."""
+    # A failure here (or a process that dies here) leaves the messages unmarked, and the worker's sweep
+    # (memory.conversation.index_pending) writes them: the job is queued after the reply rather than in the
+    # reply's transaction, so its insert is not part of the reply's time.
+    if settings.MEMORY_WRITER == "worker":
+        try:
+            await unit_of_work(queue_index)(tenant, session.pk, [message.pk, reply.pk])
+        except Exception:
+            logger.exception("queueing the memory of turn %s failed; the worker's sweep writes it", message.pk)
+    else:
         try:
             index = unit_of_work(index_messages)
             await _timed("index", index(tenant, session, [message, reply], previous_text=previous_text))
@@ -458,7 +476,7 @@ async def run_turn(
     result is ``deferred`` (no reply, no model call, no recall) and ``on_done`` is not called."""
     arrived = time.perf_counter()
     text, client_msg_id = messages.check_message(text, client_msg_id)
-    message, stored_reply = await _store(tenant, session, text, client_msg_id)
+    message, stored_reply, check = await _store(tenant, session, text, client_msg_id)
     if on_ack is not None:
         await on_ack(str(message.pk))
     if stored_reply is not None:
@@ -471,7 +489,7 @@ async def run_turn(
 
     # A person has the conversation: stored, not answered here; or a trigger hands it off, and the reply says so.
     try:
-        handoff = await handoff_turn(tenant, session, message)
+        handoff = await handoff_turn(tenant, session, message, check)
     except DATABASE_UNAVAILABLE as exc:
         raise _database_failed(exc, message) from exc
     if handoff.deferred:

@@ -4,8 +4,8 @@ run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
 * Every minute the worker computes each tenant's memory health, stores the figures that ``GET /metrics``
   serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
 * After each chat turn, the turn's conversation units (``memory.conversation.index_turn``): the chat
-  runtime queues :data:`INDEX_TURN` in the transaction that stores the reply, so the web process serving
-  the next turns never spends its CPU on them (``MEMORY_WRITER``, docs/memory.md).
+  runtime queues :data:`INDEX_TURN` once the reply is out, so the web process serving the next turns never
+  spends its CPU on them (a job never queued is written by the worker's sweep) (``MEMORY_WRITER``, docs/memory.md).
 """
 
 from __future__ import annotations
@@ -56,9 +56,10 @@ def index_turn_task(tenant_id: str, session_id: str, message_ids: list[str]) -> 
 
 
 def queue_index(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> None:
-    """Queue the messages' conversation units for the worker (:data:`INDEX_TURN`) in the caller's transaction:
-    the job exists exactly when what the caller stores does. A job that cannot be queued fails alone (a
-    savepoint) and is logged; the messages stay unmarked and the worker's sweep writes them."""
+    """Queue the messages' conversation units for the worker (:data:`INDEX_TURN`): in the caller's transaction
+    when it has one (a staff message's: the job exists exactly when the message does), else in a transaction
+    of its own (a chat turn's, once its reply is out). A job that cannot be queued fails alone (a savepoint)
+    and is logged; the messages stay unmarked and the worker's sweep writes them."""
     try:
         with transaction.atomic():
             index_turn_task.defer(
