@@ -23,6 +23,10 @@ Two ways to load the server, both reported:
   the moment the previous reply is done, so the server is always saturated
   and turn times are mostly queueing; turns/s is the capacity.
 
+With the background worker (``--memory-writer worker``, the product's default), each measured run
+starts once the worker has written what the warm-up and earlier runs queued (``drain_memory_jobs``;
+the seconds it took are ``memory_backlog_drained_s``): the run carries the worker's load for its own turns.
+
 memdesk runs as a real server (uvicorn, ``--workers`` processes, each with a
 psycopg connection pool (``--db-pool``, default the product's); with more than one worker the channel
 layer is Redis at ``--redis-url``; WebSocket compression off, as the image
@@ -482,6 +486,32 @@ def _window_machine(
     return out
 
 
+#: At most this long for the background worker to write what earlier turns queued before a measured run.
+DRAIN_TIMEOUT_S = 300.0
+
+
+def drain_memory_jobs(timeout_s: float = DRAIN_TIMEOUT_S) -> float:
+    """Wait until the background worker has written every turn's conversation memory queued so far (the
+    warm-up's, a previous run's): a measured run then carries the worker's load for its own turns only, not a
+    backlog it inherited. Returns the seconds waited."""
+    from django.db import connection
+
+    started = time.monotonic()
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'memory.index_turn'"
+                " AND status IN ('todo', 'doing')"
+            )
+            (waiting,) = cursor.fetchone()
+        waited = time.monotonic() - started
+        if not waiting:
+            return round(waited, 1)
+        if waited > timeout_s:
+            raise SystemExit(f"the worker left {waiting} memory job(s) unwritten after {timeout_s:g} s")
+        time.sleep(0.5)
+
+
 def clear_requests(fake: Any) -> None:
     """Forget the requests the fake recorded (in-process fake or FakeOllamaProcess)."""
     if hasattr(fake, "clear_requests"):
@@ -755,6 +785,7 @@ def main() -> None:
             for mode in modes:
                 for sessions in counts:
                     clear_requests(fake)
+                    drained = drain_memory_jobs() if args.memory_writer == "worker" else 0.0
                     what = f"{args.duration_s:g} s" if mode == "paced" else f"{args.turns} turns each"
                     log(f"{mode}: {sessions} concurrent sessions, {what} …")
                     run = asyncio.run(
@@ -767,6 +798,7 @@ def main() -> None:
                     run["cross_session_leaks"] = leaks(prompts)
                     run["prompts_checked_for_leaks"] = len(prompts)
                     run["workers"] = args.workers
+                    run["memory_backlog_drained_s"] = drained
                     results["runs"].append(run)
                     log(f"  turn p95 {run['turn_ms'].get('p95')} ms (first turns p50/p95 "
                         f"{run['first_turn_ms'].get('p50')}/{run['first_turn_ms'].get('p95')}, later "

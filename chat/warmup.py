@@ -11,7 +11,12 @@ what is loaded out of the garbage collector's sight (``gc.freeze()``): a
 full collection no longer stops the worker to walk objects that live as
 long as it does.
 
-``MEMDESK_WARMUP=0`` turns it off (tests, one-off management commands never
+The background worker (``manage.py run_worker``) calls
+:func:`warm_up_and_freeze` before it takes its first job: it embeds every
+turn's conversation memory, and without it the first turns after a start
+wait for its model loads (seconds of CPU) with a backlog behind them.
+
+``MEMDESK_WARMUP=0`` turns it off in both (tests; one-off management commands never
 import the ASGI application anyway). Nothing here touches the database or
 the network.
 """
@@ -54,23 +59,35 @@ def warm_up() -> float:
     return time.perf_counter() - started
 
 
-def _run() -> None:
+def enabled() -> bool:
+    """``MEMDESK_WARMUP`` (default on)."""
+    return envbool("MEMDESK_WARMUP", True)
+
+
+def warm_up_and_freeze() -> float | None:
+    """:func:`warm_up`, then what it loaded frozen out of the garbage collector's sight; the seconds it took, or
+    None when a model could not load (logged: the first turn that needs it fails loudly instead)."""
     try:
         seconds = warm_up()
     except Exception:  # a model that cannot load fails its first turn loudly; the server still starts
         logger.exception("warm-up failed")
-        return
+        return None
     # What is loaded now stays for the life of the worker, and it is most of the worker's objects (jieba's
     # dictionary, the models, Django's app registry). Python's full garbage collection walks all of them
     # — with every other thread of the worker stopped, again and again as turns allocate — and can
     # free none. Freezing moves them out of the collector's sight; later objects are collected as usual.
     gc.freeze()
     logger.info("warm-up done in %.1f s; %d objects frozen", seconds, gc.get_freeze_count())
+    return seconds
+
+
+def _run() -> None:
+    warm_up_and_freeze()
 
 
 def start() -> None:
     """Warm up on a daemon thread, once per process, unless ``MEMDESK_WARMUP=0``."""
-    if not envbool("MEMDESK_WARMUP", True) or _started.is_set():
+    if not enabled() or _started.is_set():
         return
     _started.set()
     threading.Thread(target=_run, name="memdesk-warmup", daemon=True).start()

@@ -101,3 +101,28 @@ def test_a_job_for_messages_already_indexed_writes_nothing_twice(acme, fake_olla
     assert written == 0
     with tenant_scope(acme.tenant):
         assert MemoryUnit.objects.for_tenant(acme.tenant).count() == before
+
+
+def test_the_worker_loads_its_models_before_its_first_job(acme, fake_ollama, settings):
+    """An operator starting a worker sees it load the models first: the turns queued while it starts do not
+    wait behind the loads of whichever job came first."""
+    # given a turn whose memory waits for the worker
+    settings.MEMORY_WRITER = "worker"
+    sid = open_session(acme, "pia")["session_id"]
+    _talk(acme, fake_ollama, sid, "I collect stamps from Greenland.", "Lovely!")
+
+    # when a worker starts with the warm-up on (the default)
+    env = {**os.environ, "MEMDESK_DB_NAME": connection.settings_dict["NAME"], "LOG_LEVEL": "WARNING"}
+    env.pop("MEMDESK_WARMUP", None)
+    out = subprocess.run(
+        [sys.executable, "manage.py", "run_worker", "--once", "--index-every", "3600"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+    # then it said so before taking jobs, and the turn's memory is written
+    lines = out.stdout.splitlines()
+    loaded = next(i for i, line in enumerate(lines) if line.startswith("run_worker: models loaded in"))
+    started = next(i for i, line in enumerate(lines) if line.startswith("run_worker: queues"))
+    assert loaded < started
+    assert "Greenland" in _recall(acme, "pia", "Where are my stamps from?")

@@ -13,6 +13,9 @@ It also writes the conversation memory that chat turns left unwritten (a
 web process that died between a reply and its memory write): at start and
 every ``--index-every`` seconds (``manage.py index_messages``).
 
+It loads the embedding models and jieba's dictionaries before it takes a job
+(``chat.warmup``; ``MEMDESK_WARMUP=0`` leaves them to the first job).
+
 SIGTERM / SIGINT stop the worker gracefully: the item in flight finishes, the
 batch job goes back to the queue and the next worker resumes it.
 
@@ -33,6 +36,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from chat import warmup
 from chat.batches import BATCH_QUEUE, RUN_BATCH
 from memory.management.commands.index_messages import index_all_pending
 from memory.tasks import HEALTH_QUEUE
@@ -113,6 +117,12 @@ class Command(BaseCommand):
             self.stderr.write("--nice must be between 0 and 19")
             raise SystemExit(2)
         self.niceness = os.nice(nice)  # the resulting niceness (os.nice(0) only reads it)
+        # The models and dictionaries every conversation-memory job uses, loaded before the first job: loaded
+        # by that job instead, they would hold up every turn's memory queued behind it.
+        if warmup.enabled():
+            seconds = warmup.warm_up_and_freeze()
+            if seconds is not None:
+                self.stdout.write(f"run_worker: models loaded in {seconds:.1f} s", ending="\n")
         # The Django connector cannot LISTEN or run a worker: use a psycopg
         # pool on the same database (procrastinate's own recipe).
         with app.replace_connector(app.connector.get_worker_connector()):
