@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from conversations.access import require_session_id
@@ -373,14 +374,25 @@ def _text_before(tenant: Tenant, message: Message) -> str:
 def index_turn(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> int:
     """The background worker's half of a turn (``memory.tasks.index_turn_task``): write the conversation
     units of the turn's messages, named by id. Messages already indexed (by the sweep, or a job run twice)
-    or gone (erased, kept no longer) are skipped. Returns how many units were written or refreshed."""
+    or gone (erased, kept no longer) are skipped. Returns how many units were written or refreshed.
+
+    One transaction: the messages are read with the text before the first of them, and written, in it (the
+    worker runs one job per turn; each transaction more is two round trips and a commit per turn)."""
+    before = (
+        Message.objects.for_tenant(tenant)
+        .filter(session_id=OuterRef("session_id"), seq__lt=OuterRef("seq"))
+        .exclude(role=Message.Role.TOOL)
+        .order_by("-seq")
+        .values("text")[:1]
+    )
     with tenant_scope(tenant):
         messages = list(
             Message.objects.for_tenant(tenant)
             .filter(session_id=session_id, pk__in=list(message_ids), memory_indexed_at__isnull=True)
             .select_related("session")
+            .annotate(text_before=Subquery(before))
             .order_by("seq")
         )
-    if not messages:
-        return 0
-    return index_messages(tenant, messages[0].session, messages, previous_text=_text_before(tenant, messages[0]))
+        if not messages:
+            return 0
+        return index_messages(tenant, messages[0].session, messages, previous_text=messages[0].text_before or "")
