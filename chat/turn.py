@@ -426,7 +426,7 @@ async def _after_reply(
     # reply's transaction, so its insert is not part of the reply's time.
     if settings.MEMORY_WRITER == "worker":
         try:
-            await unit_of_work(queue_index)(tenant, session.pk, [message.pk, reply.pk], coalesce=True)
+            await unit_of_work(queue_index)(tenant, session.pk, [message.pk, reply.pk])
         except Exception:
             logger.exception("queueing the memory of turn %s failed; the worker's sweep writes it", message.pk)
     else:

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from conversations.access import require_session_id
@@ -354,52 +354,6 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
             continue
         done += len(batch)
     return done
-
-
-#: A turn's user message whose reply has not come within this long is indexed without it by a job's sweep.
-TURN_SETTLE = timedelta(seconds=30)
-
-
-def index_ready(tenant: Tenant, message_ids: Sequence[Any] = (), *, limit: int = 500) -> int:
-    """The background worker's job after chat turns (``memory.tasks.index_turn_task``): write the conversation
-    units of the messages named by id and of every other message of the tenant whose turn is over and whose
-    units nobody wrote yet — a reply; a user message with its reply, or older than ``TURN_SETTLE`` — so one job
-    writes the turns whose own job was never queued because this one was still waiting (``queue_index``'s
-    ``coalesce``). A user message whose turn is still running is left to a later job: its own turn's recall
-    must not find it. Messages already indexed, or gone, are skipped; one session's failure does not stop the
-    others (the sweep retries it). Returns how many units were written or refreshed."""
-    cutoff = timezone.now() - TURN_SETTLE
-    replied = Message.objects.for_tenant(tenant).filter(reply_to=OuterRef("pk"))
-    before = (
-        Message.objects.for_tenant(tenant)
-        .filter(session_id=OuterRef("session_id"), seq__lt=OuterRef("seq"))
-        .exclude(role=Message.Role.TOOL)
-        .order_by("-seq")
-        .values("text")[:1]
-    )
-    over = Q(role=Message.Role.ASSISTANT) | Q(created_at__lt=cutoff) | Q(Exists(replied))
-    with tenant_scope(tenant):
-        rows = list(
-            Message.objects.for_tenant(tenant)
-            .filter(memory_indexed_at__isnull=True)
-            .filter(
-                Q(pk__in=list(message_ids))
-                | (Q(role__in=[Message.Role.USER, Message.Role.ASSISTANT]) & ~Q(status=Message.Status.FAILED) & over)
-            )
-            .select_related("session")
-            .annotate(text_before=Subquery(before))
-            .order_by("session_id", "seq")[:limit]
-        )
-    by_session: dict[Any, list[Message]] = {}
-    for message in rows:
-        by_session.setdefault(message.session_id, []).append(message)
-    written = 0
-    for batch in by_session.values():
-        try:
-            written += index_messages(tenant, batch[0].session, batch, previous_text=batch[0].text_before or "")
-        except Exception:  # the sweep (index_pending) writes it later
-            logger.exception("indexing %d message(s) of session %s failed", len(batch), batch[0].session_id)
-    return written
 
 
 def _text_before(tenant: Tenant, message: Message) -> str:

@@ -3,7 +3,7 @@ run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
 
 * Every minute the worker computes each tenant's memory health, stores the figures that ``GET /metrics``
   serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
-* After each chat turn, the turn's conversation units (``memory.conversation.index_ready``): the chat
+* After each chat turn, the turn's conversation units (``memory.conversation.index_turn``): the chat
   runtime queues :data:`INDEX_TURN` once the reply is out, so the web process serving the next turns never
   spends its CPU on them (a job never queued is written by the worker's sweep) (``MEMORY_WRITER``, docs/memory.md).
 """
@@ -16,9 +16,8 @@ from typing import Any
 
 from django.db import DatabaseError, connections, transaction
 from procrastinate.contrib.django import app
-from procrastinate.exceptions import AlreadyEnqueued
 
-from memory.conversation import index_ready
+from memory.conversation import index_turn
 from memory.health import refresh_all
 from tenants.models import Tenant
 
@@ -51,26 +50,20 @@ def index_turn_task(tenant_id: str, session_id: str, message_ids: list[str]) -> 
         tenant = Tenant.objects.filter(pk=tenant_id).first()
         if tenant is None:  # deleted since the turn
             return 0
-        return index_ready(tenant, message_ids)
+        return index_turn(tenant, session_id, message_ids)
     finally:
         connections.close_all()
 
 
-def queue_index(tenant: Tenant, session_id: Any, message_ids: Sequence[Any], *, coalesce: bool = False) -> None:
+def queue_index(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> None:
     """Queue the messages' conversation units for the worker (:data:`INDEX_TURN`): in the caller's transaction
     when it has one (a staff message's: the job exists exactly when the message does), else in a transaction
     of its own (a chat turn's, once its reply is out). A job that cannot be queued fails alone (a savepoint)
-    and is logged; the messages stay unmarked and the worker's sweep writes them.
-
-    ``coalesce`` (a chat turn's user message and reply): no job is queued while one of the tenant's is still
-    waiting — that job writes every finished turn of the tenant when it runs (``index_ready``), so a busy
-    tenant's turns share jobs instead of costing the worker one each. Staff messages, which only a job naming
-    them writes, are never coalesced."""
-    task = index_turn_task.configure(queueing_lock=f"{INDEX_TURN}:{tenant.pk}") if coalesce else index_turn_task
+    and is logged; the messages stay unmarked and the worker's sweep writes them."""
     try:
         with transaction.atomic():
-            task.defer(tenant_id=str(tenant.pk), session_id=str(session_id), message_ids=[str(m) for m in message_ids])
-    except AlreadyEnqueued:
-        logger.debug("a waiting memory job of tenant %s writes the messages of session %s", tenant.slug, session_id)
+            index_turn_task.defer(
+                tenant_id=str(tenant.pk), session_id=str(session_id), message_ids=[str(m) for m in message_ids]
+            )
     except DatabaseError:
         logger.exception("queueing the memory of session %s failed; the worker's sweep writes it", session_id)

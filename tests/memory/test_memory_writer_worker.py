@@ -1,5 +1,5 @@
 """The product's default memory writer: a turn queues its conversation units for the background worker
-(``MEMORY_WRITER`` "worker") once the reply is out, and the real worker
+(``MEMORY_WRITER`` "worker"), in the transaction that stores the reply, and the real worker
 (``manage.py run_worker --once``) writes them. The reply never waits for them and nothing is lost."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chat.messages import store_user_message
-from conversations.models import ChatSession, Message
+from conversations.models import Message
 from memory.conversation import index_pending, index_turn
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope
@@ -127,41 +126,3 @@ def test_the_worker_loads_its_models_before_its_first_job(acme, fake_ollama, set
     started = next(i for i, line in enumerate(lines) if line.startswith("run_worker: queues"))
     assert loaded < started
     assert "Greenland" in _recall(acme, "pia", "Where are my stamps from?")
-
-
-def _run_worker() -> None:
-    env = {**os.environ, "MEMDESK_DB_NAME": connection.settings_dict["NAME"], "LOG_LEVEL": "WARNING"}
-    out = subprocess.run(
-        [sys.executable, "manage.py", "run_worker", "--once", "--index-every", "3600"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-
-
-def test_turns_of_a_tenant_share_the_job_that_is_still_waiting(acme, fake_ollama, settings):
-    """A busy tenant's turns do not cost the worker one job each: while the tenant's job waits, later turns
-    queue none, and that job writes them all; a message whose turn is still running is left for later."""
-    # given two customers' turns, and a third customer's message still being answered
-    settings.MEMORY_WRITER = "worker"
-    first = open_session(acme, "rosa")["session_id"]
-    second = open_session(acme, "ugo")["session_id"]
-    _talk(acme, fake_ollama, first, "I collect stamps from Iceland.", "What a lovely hobby!")
-    _talk(acme, fake_ollama, second, "I keep bees on my balcony.", "How wonderful!")
-    third = open_session(acme, "vera")["session_id"]
-    with tenant_scope(acme.tenant):
-        session = ChatSession.objects.for_tenant(acme.tenant).get(pk=third)
-    running, _ = store_user_message(acme.tenant, session, "I grow orchids in my kitchen.", None)
-
-    # then one job waits for the tenant, the first turn's
-    assert [status for _, status in _queued_jobs(first)] == ["todo"]
-    assert _queued_jobs(second) == []
-
-    # when the worker runs it
-    _run_worker()
-
-    # then both customers' words are recallable, and the running turn's message is not written yet
-    assert "Iceland" in _recall(acme, "rosa", "Which country are my stamps from?")
-    assert "bees" in _recall(acme, "ugo", "What do I keep on my balcony?")
-    with tenant_scope(acme.tenant):
-        assert Message.objects.for_tenant(acme.tenant).get(pk=running.pk).memory_indexed_at is None
-    assert _queued_jobs(first) == []
