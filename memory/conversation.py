@@ -340,6 +340,7 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
             .exclude(status=Message.Status.FAILED)
             .filter(created_at__lt=cutoff)
             .select_related("session")
+            .annotate(text_before=_text_before(tenant))
             .order_by("session_id", "seq")[:limit]
         )
     done = 0
@@ -348,7 +349,7 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
         by_session.setdefault(message.session_id, []).append(message)
     for batch in by_session.values():
         try:
-            index_messages(tenant, batch[0].session, batch, previous_text=_text_before(tenant, batch[0]))
+            index_messages(tenant, batch[0].session, batch, previous_text=batch[0].text_before or "")
         except Exception:  # one session's failure must not stop the others; the next sweep retries it
             logger.exception("indexing %d message(s) of session %s failed", len(batch), batch[0].session_id)
             continue
@@ -356,19 +357,16 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
     return done
 
 
-def _text_before(tenant: Tenant, message: Message) -> str:
-    """The text of the message before ``message`` in its session (tool results aside): its units' lexical
-    context."""
-    with tenant_scope(tenant):
-        previous = (
-            Message.objects.for_tenant(tenant)
-            .filter(session_id=message.session_id, seq__lt=message.seq)
-            .exclude(role=Message.Role.TOOL)
-            .order_by("-seq")
-            .values_list("text", flat=True)
-            .first()
-        )
-    return previous or ""
+def _text_before(tenant: Tenant) -> Subquery:
+    """For a message query: the text of the message before each one in its session (tool results aside), its
+    units' lexical context, read with the messages."""
+    return Subquery(
+        Message.objects.for_tenant(tenant)
+        .filter(session_id=OuterRef("session_id"), seq__lt=OuterRef("seq"))
+        .exclude(role=Message.Role.TOOL)
+        .order_by("-seq")
+        .values("text")[:1]
+    )
 
 
 def index_turn(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> int:
@@ -378,19 +376,12 @@ def index_turn(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> i
 
     One transaction: the messages are read with the text before the first of them, and written, in it (the
     worker runs one job per turn; each transaction more is two round trips and a commit per turn)."""
-    before = (
-        Message.objects.for_tenant(tenant)
-        .filter(session_id=OuterRef("session_id"), seq__lt=OuterRef("seq"))
-        .exclude(role=Message.Role.TOOL)
-        .order_by("-seq")
-        .values("text")[:1]
-    )
     with tenant_scope(tenant):
         messages = list(
             Message.objects.for_tenant(tenant)
             .filter(session_id=session_id, pk__in=list(message_ids), memory_indexed_at__isnull=True)
             .select_related("session")
-            .annotate(text_before=Subquery(before))
+            .annotate(text_before=_text_before(tenant))
             .order_by("seq")
         )
         if not messages:

@@ -5,7 +5,8 @@ run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
   serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
 * After each chat turn, the turn's conversation units (``memory.conversation.index_turn``): the chat
   runtime queues :data:`INDEX_TURN` once the reply is out, so the web process serving the next turns never
-  spends its CPU on them (a job never queued is written by the worker's sweep) (``MEMORY_WRITER``, docs/memory.md).
+  spends its CPU on them (``MEMORY_WRITER``, docs/memory.md); a job never queued is written by the worker's
+  sweep.
 """
 
 from __future__ import annotations
