@@ -233,14 +233,6 @@ def apply_check(tenant: Tenant, session: ChatSession, message: Message, check: H
     return TurnHandoff(state=done.state, position=done.position, leave_message=done.leave_message, notice=_notice(text))
 
 
-@require_session_id
-def check_turn(tenant: Tenant, session: ChatSession, message: Message) -> TurnHandoff:
-    """:func:`read_turn` and :func:`apply_check` for a stored user message, without a transaction of the caller's."""
-    with tenant_scope(tenant):
-        check = read_turn(tenant, session, message)
-    return apply_check(tenant, session, message, check)
-
-
 def _defer(tenant: Tenant, session: ChatSession, message: Message, conf: HandoffSettings) -> TurnHandoff:
     """A message to a conversation a person has: kept, remembered and shown to staff, not answered by the AI."""
     # The turn that stored it ends here: a retry of its client_msg_id must not wait for a lease nobody renews.
@@ -263,18 +255,13 @@ def _defer(tenant: Tenant, session: ChatSession, message: Message, conf: Handoff
     )
 
 
-async def handoff_turn(
-    tenant: Tenant, session: ChatSession, message: Message, check: HandoffCheck | None = None
-) -> TurnHandoff:
-    """The handoff's decision for a stored user message, from ``check`` (:func:`read_turn`, made when it was
-    stored) or read now: a unit of work only when there is something to write or read; a message left for the
-    team then goes to the tenant's webhook."""
-    if check is not None and check.answers:
+async def handoff_turn(tenant: Tenant, session: ChatSession, message: Message, check: HandoffCheck) -> TurnHandoff:
+    """The handoff's decision for a stored user message from ``check`` (:func:`read_turn`, made when it was
+    stored): a unit of work only when there is something to write; a message left for the team then goes to
+    the tenant's webhook."""
+    if check.answers:
         return TurnHandoff()
-    if check is None:
-        decided = await unit_of_work(check_turn)(tenant, session, message)
-    else:
-        decided = await unit_of_work(apply_check)(tenant, session, message, check)
+    decided = await unit_of_work(apply_check)(tenant, session, message, check)
     if decided.webhook is not None:
         await post_left_message(tenant, *decided.webhook)
     return decided

@@ -488,6 +488,7 @@ async def run_turn(
         return result
 
     # A person has the conversation: stored, not answered here; or a trigger hands it off, and the reply says so.
+    assert check is not None  # store_user_message ran ``then`` for the turn it lets run
     try:
         handoff = await handoff_turn(tenant, session, message, check)
     except DATABASE_UNAVAILABLE as exc:
