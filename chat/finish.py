@@ -1,7 +1,8 @@
 """A turn's last step: the reply is stored (``finish_turn``), with what follows from it.
 
 Under the session's lock, in one transaction: the reply's INSERT with the session's UPDATE and the
-``used`` feedback of the recalled memories whose value appears in the reply, in one statement; where the
+``used`` feedback of the recalled memories whose value appears in the reply, in one statement; the turn's
+messages announced to the background writer of conversation memory (``memory.writer``); where the
 tenant turns it on (``auto_ignore``), the ``ignored`` feedback of the memories the prompt showed and the
 reply did not use (S5: 「每次被忽略或导致错误后 -0.3」); the amnesia check (S8: the third empty recall in a
 row with a reply that admits forgetting fires one alert per streak); the facts the agent stated, extracted
@@ -16,6 +17,7 @@ import re
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from chat.messages import insert_message, session_locked
@@ -29,6 +31,7 @@ from memory.conversation import squash
 from memory.extraction import extract_and_store
 from memory.health import amnesia_phrase
 from memory.models import AmnesiaAlert, MemoryUnit
+from memory.writer import announce
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -128,6 +131,10 @@ def finish_turn(
         )
         finish = {**ids, "now": reply.created_at, "streak": streak, "alerted": alerted}
         insert_message(reply, _FINISH_SESSION, finish, feedback)
+        if settings.MEMORY_WRITER == "worker":
+            # The turn's conversation units are the background writer's: announced here, heard when this
+            # transaction commits (memory.writer); unheard, the messages stay unmarked for the worker's sweep.
+            announce(tenant, session.pk, [message.pk, reply.pk])
         if status == Message.Status.COMPLETE and text and auto_ignore(tenant):
             # Same transaction, after the reply's statement; a partial reply was cut short, so what it left
             # out says nothing. Bounded like every score rule (min 0.1, memory.feedback).

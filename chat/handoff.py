@@ -54,7 +54,7 @@ from conversations.access import SessionClosed, SessionNotFound, require_session
 from conversations.models import ChatSession, Message, SessionRating
 from memory.conversation import index_turn
 from memory.extraction import extract_and_store
-from memory.tasks import queue_index
+from memory.writer import announce
 from tenants.models import Membership, Tenant
 from tenants.rls import tenant_db_scope, tenant_scope
 
@@ -401,12 +401,12 @@ def message_event(message: Message, author: Any = None) -> dict[str, Any]:
 
 
 def index_soon(tenant: Tenant, session: ChatSession, messages: list[Message]) -> None:
-    """The messages' conversation units (``memory.conversation``): queued for the worker in the caller's
-    transaction (``MEMORY_WRITER`` "worker", as a turn does), or written once it commits ("inline"). A failure
-    is logged; the worker's sweep writes a user message later."""
+    """The messages' conversation units (``memory.conversation``): announced to the background writer in the
+    caller's transaction (``MEMORY_WRITER`` "worker", as a turn does: ``memory.writer``), or written once it
+    commits ("inline"). A failure is logged; the worker's sweep writes a user message later."""
     ids = [str(m.pk) for m in messages]
     if settings.MEMORY_WRITER == "worker":
-        queue_index(tenant, session.pk, ids)
+        announce(tenant, session.pk, ids)
         return
 
     def write() -> None:

@@ -12,9 +12,9 @@ Following "One chat turn" in DESIGN.md, in named steps:
    tool calls (``chat.tool_calls``);
 4. ``_finish`` — the reply stored, the facts the agent stated extracted, feedback (``chat.finish``); then
    the caller's ``on_done``;
-5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units, queued for the worker
-   (``MEMORY_WRITER`` "worker", the default) or written by the web process ("inline"), the periodic health
-   check.
+5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units written by the web
+   process (``MEMORY_WRITER`` "inline"; with "worker", the default, ``_finish`` announced them to the
+   background writer), the periodic health check.
 
 Each database step is its own short transaction (``config.db.sql.unit_of_work``
 units of work); nothing is held open while the model generates. If the model
@@ -48,7 +48,6 @@ from config.errors import DATABASE_UNAVAILABLE, ApiError
 from conversations.models import ChatSession, Message
 from memory.conversation import index_messages
 from memory.health import check_after_turn, check_due
-from memory.tasks import queue_index
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -418,18 +417,13 @@ async def _answer(
 async def _after_reply(
     tenant: Tenant, session: ChatSession, message: Message, reply: Message, previous_text: str
 ) -> None:
-    """Step 5, once the reply is out: the turn's messages become conversation memory (``MEMORY_WRITER``
-    "worker", the default: a job for the background worker is queued; "inline": written here); then (at most
-    once a minute per process) the tenant's health check. Failures are logged; the turn has succeeded."""
+    """Step 5, once the reply is out: with ``MEMORY_WRITER`` "inline" the turn's messages become conversation
+    memory here ("worker", the default: ``finish_turn`` announced them to the background writer, nothing is
+    left to do); then (at most once a minute per process) the tenant's health check. Failures are logged; the
+    turn has succeeded."""
     # A failure here (or a process that dies here) leaves the messages unmarked, and the worker's sweep
-    # (memory.conversation.index_pending) writes them: the job is queued after the reply rather than in the
-    # reply's transaction, so its insert is not part of the reply's time.
-    if settings.MEMORY_WRITER == "worker":
-        try:
-            await unit_of_work(queue_index)(tenant, session.pk, [message.pk, reply.pk])
-        except Exception:
-            logger.exception("queueing the memory of turn %s failed; the worker's sweep writes it", message.pk)
-    else:
+    # (memory.conversation.index_pending) writes them.
+    if settings.MEMORY_WRITER == "inline":
         try:
             index = unit_of_work(index_messages)
             await _timed("index", index(tenant, session, [message, reply], previous_text=previous_text))

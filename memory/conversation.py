@@ -343,6 +343,13 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
             .annotate(text_before=_text_before(tenant))
             .order_by("session_id", "seq")[:limit]
         )
+    return _index_by_session(tenant, rows)
+
+
+def _index_by_session(tenant: Tenant, rows: Sequence[Message]) -> int:
+    """Index ``rows`` (read with ``_text_before``, in session and ``seq`` order), each session's in a
+    transaction of its own. Returns how many messages were indexed; one session's failure is logged and
+    leaves its messages unmarked for the sweep, the others are written."""
     done = 0
     by_session: dict[Any, list[Message]] = {}
     for message in rows:
@@ -355,6 +362,28 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
             continue
         done += len(batch)
     return done
+
+
+def index_turns(tenant: Tenant, turns: Sequence[tuple[Any, Sequence[Any]]]) -> int:
+    """The background writer's batch (``memory.writer``): the conversation units of several turns of the
+    tenant, each ``(session_id, message_ids)``. One read for all their messages (with the text before each),
+    then one transaction per session. Messages already indexed (by the sweep, an announcement heard twice)
+    or gone (erased, kept no longer) are skipped; a message named under a session it is not in is too.
+    Returns how many messages were indexed."""
+    wanted = {(str(session_id), str(m)) for session_id, ids in turns for m in ids}
+    if not wanted:
+        return 0
+    with tenant_scope(tenant):
+        rows = [
+            m
+            for m in Message.objects.for_tenant(tenant)
+            .filter(pk__in=list({m for _, m in wanted}), memory_indexed_at__isnull=True)
+            .select_related("session")
+            .annotate(text_before=_text_before(tenant))
+            .order_by("session_id", "seq")
+            if (str(m.session_id), str(m.pk)) in wanted
+        ]
+    return _index_by_session(tenant, rows)
 
 
 def _text_before(tenant: Tenant) -> Subquery:

@@ -3,19 +3,16 @@ run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
 
 * Every minute the worker computes each tenant's memory health, stores the figures that ``GET /metrics``
   serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
-* After each chat turn, the turn's conversation units (``memory.conversation.index_turn``): the chat
-  runtime queues :data:`INDEX_TURN` once the reply is out, so the web process serving the next turns never
-  spends its CPU on them (``MEMORY_WRITER``, docs/memory.md); a job never queued is written by the worker's
-  sweep.
+* :data:`INDEX_TURN`, a turn's conversation units (``memory.conversation.index_turn``): jobs an earlier
+  release queued after each turn still run. Turns now announce their messages to the worker's batched
+  writer instead (``memory.writer``: a notification, not a job row per turn).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
 
-from django.db import DatabaseError, connections, transaction
+from django.db import connections
 from procrastinate.contrib.django import app
 
 from memory.conversation import index_turn
@@ -42,9 +39,9 @@ def refresh_health_task(timestamp: int) -> dict[str, str]:
         connections.close_all()
 
 
-# No lock: turns of different sessions index in parallel, and two jobs for the same messages cannot both
-# write them (``index_messages`` marks the rows first, in its transaction). A failed job is not retried:
-# its messages stay unmarked and the worker's sweep (``manage.py index_messages``) writes them.
+# Jobs queued by an earlier release (upgrades keep them). No lock: two jobs for the same messages cannot both
+# write them (``index_messages`` marks the rows first, in its transaction). A failed job is not retried: its
+# messages stay unmarked and the worker's sweep (``manage.py index_messages``) writes them.
 @app.task(name=INDEX_TURN, queue=HEALTH_QUEUE)
 def index_turn_task(tenant_id: str, session_id: str, message_ids: list[str]) -> int:
     try:
@@ -54,17 +51,3 @@ def index_turn_task(tenant_id: str, session_id: str, message_ids: list[str]) -> 
         return index_turn(tenant, session_id, message_ids)
     finally:
         connections.close_all()
-
-
-def queue_index(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> None:
-    """Queue the messages' conversation units for the worker (:data:`INDEX_TURN`): in the caller's transaction
-    when it has one (a staff message's: the job exists exactly when the message does), else in a transaction
-    of its own (a chat turn's, once its reply is out). A job that cannot be queued fails alone (a savepoint)
-    and is logged; the messages stay unmarked and the worker's sweep writes them."""
-    try:
-        with transaction.atomic():
-            index_turn_task.defer(
-                tenant_id=str(tenant.pk), session_id=str(session_id), message_ids=[str(m) for m in message_ids]
-            )
-    except DatabaseError:
-        logger.exception("queueing the memory of session %s failed; the worker's sweep writes it", session_id)

@@ -9,9 +9,13 @@ command puts back in the queue the jobs of workers silent for longer than
 ``--stalled-after`` seconds, at start and then every ``--heartbeat`` seconds.
 A batch job resumes after its last finished item (``chat.batches``).
 
-It also writes the conversation memory that chat turns left unwritten (a
-web process that died between a reply and its memory write): at start and
-every ``--index-every`` seconds (``manage.py index_messages``).
+It writes the conversation memory of chat turns: each turn announces its
+messages (``memory.writer``: LISTEN/NOTIFY, no job row), and the worker
+writes the turns announced within ``--memory-wait-ms`` of each other in one
+batch. What nobody heard (no worker was running, its connection was lost)
+is written by the sweep (``manage.py index_messages``): once the worker
+listens, every unwritten message; then every ``--index-every`` seconds,
+those older than a minute.
 
 It loads the embedding models and jieba's dictionaries before it takes a job
 (``chat.warmup``; ``MEMDESK_WARMUP=0`` leaves them to the first job).
@@ -31,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -38,10 +43,15 @@ from django.core.management.base import BaseCommand
 
 from chat import warmup
 from chat.batches import BATCH_QUEUE, RUN_BATCH
+from memory import writer
+from memory.conversation import SETTLE
 from memory.management.commands.index_messages import index_all_pending
 from memory.tasks import HEALTH_QUEUE
 
 logger = logging.getLogger("chat.worker")
+
+#: How long the worker's start waits for the memory writer to listen before it takes jobs anyway (seconds).
+LISTEN_WAIT_S = 30.0
 
 
 async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
@@ -54,21 +64,28 @@ async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
     return len(list(jobs))
 
 
-async def index_unwritten_memory() -> int:
-    """Write the conversation memory of messages whose turn did not (``manage.py index_messages``)."""
+def sweep_unwritten_memory(settle: timedelta = SETTLE, *, one_pass: bool = False) -> int:
+    """Write the conversation memory of messages older than ``settle`` that nobody wrote (``manage.py
+    index_messages``; ``one_pass``: at most 500 a tenant, the rest left to the minute's sweep); returns how
+    many."""
+    count = sum(index_all_pending(settle=settle, one_pass=one_pass).values())
+    if count:
+        logger.info("indexed %d chat message(s) into conversation memory", count)
+    return count
+
+
+async def index_unwritten_memory(settle: timedelta = SETTLE) -> int:
+    """:func:`sweep_unwritten_memory` on a thread of its own, leaving no connection behind."""
     from asgiref.sync import sync_to_async
     from django.db import connections
 
     def sweep() -> int:
         try:
-            return sum(index_all_pending().values())
+            return sweep_unwritten_memory(settle)
         finally:
             connections.close_all()
 
-    count = await sync_to_async(sweep, thread_sensitive=False)()
-    if count:
-        logger.info("indexed %d chat message(s) into conversation memory", count)
-    return count
+    return await sync_to_async(sweep, thread_sensitive=False)()
 
 
 class Command(BaseCommand):
@@ -93,6 +110,13 @@ class Command(BaseCommand):
             help="Seconds between sweeps for chat messages whose conversation memory is unwritten (default 60).",
         )
         parser.add_argument(
+            "--memory-wait-ms",
+            type=float,
+            default=writer.DEFAULT_WAIT_S * 1000,
+            help="After a turn announces its messages, how long to wait for more turns to write in the same batch "
+            f"(default {writer.DEFAULT_WAIT_S * 1000:g}).",
+        )
+        parser.add_argument(
             "--nice",
             type=int,
             default=None,
@@ -111,6 +135,9 @@ class Command(BaseCommand):
 
         if options["stalled_after"] <= options["heartbeat"]:
             self.stderr.write("--stalled-after must be longer than --heartbeat")
+            raise SystemExit(2)
+        if not 0 <= options["memory_wait_ms"] <= 60_000:
+            self.stderr.write("--memory-wait-ms must be between 0 and 60000")
             raise SystemExit(2)
         nice = settings.WORKER_NICE if options["nice"] is None else options["nice"]
         if not 0 <= nice <= 19:
@@ -131,7 +158,17 @@ class Command(BaseCommand):
     async def _run(self, app: Any, options: Any) -> None:
         async with app.open_async():
             recovered = await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
-            indexed = await index_unwritten_memory()
+            listening = asyncio.get_running_loop().create_future()
+            memory_writer = None
+            if options["once"]:
+                # Nobody listens for announcements: every message not yet written is, now.
+                indexed = await index_unwritten_memory(settle=timedelta(0))
+            else:
+                memory_writer = asyncio.create_task(self._write_memory(listening, options))
+                try:  # written by the sweep once the writer listens; it keeps trying to, the jobs need not wait
+                    indexed = await asyncio.wait_for(asyncio.shield(listening), LISTEN_WAIT_S)
+                except TimeoutError:
+                    indexed = 0
             self.stdout.write(
                 f"run_worker: queues {BATCH_QUEUE}, {HEALTH_QUEUE}, {recovered} stalled job(s) recovered, "
                 f"{indexed} message(s) indexed into memory, CPU niceness {self.niceness}",
@@ -160,6 +197,30 @@ class Command(BaseCommand):
                 await worker
             finally:
                 watcher.cancel()
+                if memory_writer is not None:
+                    memory_writer.cancel()
+
+    async def _write_memory(self, listening: asyncio.Future[int], options: Any) -> None:
+        """The conversation-memory writer (``memory.writer.listen``) on a psycopg connection of its own; each
+        time it listens, the sweep writes every message not yet written (the first count goes to
+        ``listening``)."""
+        import psycopg
+        from procrastinate.contrib.django.utils import connector_params
+
+        params = connector_params()
+
+        def sweep() -> None:
+            # One pass: a history left unwritten (an upgrade's) is the minute's sweep's, not the writer's,
+            # which must get to the turns announced meanwhile.
+            count = sweep_unwritten_memory(timedelta(0), one_pass=True)
+            if not listening.done():
+                listening.get_loop().call_soon_threadsafe(lambda: listening.done() or listening.set_result(count))
+
+        await writer.listen(
+            lambda: psycopg.AsyncConnection.connect(**params, autocommit=True),
+            wait_s=options["memory_wait_ms"] / 1000,
+            sweep=sweep,
+        )
 
     async def _watch(self, app: Any, options: Any) -> None:
         loop = asyncio.get_running_loop()

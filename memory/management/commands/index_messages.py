@@ -12,11 +12,12 @@ from tenants.models import Tenant
 
 
 def index_all_pending(
-    *, tenant_slug: str | None = None, settle: timedelta = SETTLE, limit: int = 500
+    *, tenant_slug: str | None = None, settle: timedelta = SETTLE, limit: int = 500, one_pass: bool = False
 ) -> dict[str, int]:
     """Run :func:`memory.conversation.index_pending` for every tenant (or one), until each has nothing left
-    older than ``settle``; returns the messages indexed per tenant slug. The background worker runs it at
-    start and every minute."""
+    older than ``settle`` (``one_pass``: at most ``limit`` messages a tenant, the rest left for the next
+    run); returns the messages indexed per tenant slug. The background worker runs it at start and every
+    minute."""
     tenants = Tenant.objects.order_by("slug")
     if tenant_slug:
         tenants = tenants.filter(slug=tenant_slug)
@@ -26,7 +27,7 @@ def index_all_pending(
         while True:
             done = index_pending(tenant, settle=settle, limit=limit)
             total += done
-            if done < limit:
+            if done < limit or one_pass:
                 break
         counts[tenant.slug] = total
     return counts
