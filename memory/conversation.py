@@ -30,7 +30,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,7 +40,7 @@ from django.utils import timezone
 
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
-from memory import audit, store
+from memory import audit, embeddings, store
 from memory.compression import clean, compress, is_filler
 from memory.consent import memory_enabled_for_session
 from memory.models import MAX_CONTENT, MemoryType
@@ -282,6 +282,11 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     return out
 
 
+#: The roles whose messages become conversation units. A staff member's reply (a person took over,
+#: chat.handoff) is indexed like the AI's: what they promised is recalled once the AI answers again.
+INDEXED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.STAFF)
+
+
 @require_session_id
 def index_messages(
     tenant: Tenant, session: ChatSession, messages: Sequence[Message], *, previous_text: str = ""
@@ -291,10 +296,8 @@ def index_messages(
     already marked are skipped, so calling it twice writes nothing twice. ``previous_text`` is the message
     before the first one (lexical context of its units). Returns how many units were written or refreshed."""
     ttl = retention_seconds(tenant)
-    # A staff member's reply (a person took over, chat.handoff) is indexed like the AI's: what they promised is
-    # recalled once the AI answers again. Its caller indexes it; the sweep (``index_pending``) reads user and
-    # assistant messages only.
-    ids = [m.pk for m in messages if m.role in (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.STAFF)]
+    # A staff message's caller indexes it; the sweep (``index_pending``) reads user and assistant messages only.
+    ids = [m.pk for m in messages if m.role in INDEXED_ROLES]
     with tenant_scope(tenant):
         # Marked first, in the transaction that writes the units: a concurrent writer of the same messages
         # waits on the rows and then finds them marked; a failure below rolls the marks back with the units.
@@ -305,27 +308,35 @@ def index_messages(
             # Memory is off for this end user (memory.consent): the messages are marked with no units, so
             # what was said meanwhile is not remembered later either (nor retried by the sweep).
             return 0
-        items: list[store.MemoryItem] = []
-        before = previous_text
-        for message in messages:
-            if message.pk in pending:
-                actor = audit.END_USER if message.role == Message.Role.USER else audit.SYSTEM
-                context = f"{before}\n{message.text}"
-                items += [
-                    store.MemoryItem(
-                        type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
-                        data={
-                            "source": "conversation", "role": message.role, "facts": u.facts,
-                            **({"question": True} if u.question else {}),
-                            **({"update": True} if u.update else {}),
-                        },
-                        source_message=message, source_role=message.role, context=context, actor=actor,
-                    )
-                    for u in message_units(message.text, message.role, message.created_at)
-                ]  # fmt: skip
-            before = message.text
+        items = _unit_items(messages, pending, previous_text, ttl)
         # One batch for the turn: one embedding call and one INSERT for both messages' units.
         return len(store.write_memories(tenant, session, items)) if items else 0
+
+
+def _unit_items(messages: Sequence[Message], pending: set[Any], previous_text: str, ttl: int) -> list[store.MemoryItem]:
+    """The conversation units of ``messages`` (of one session, in order) that are in ``pending``, as items for
+    ``store.write_memories``, each with its own source message, role, context and actor. ``previous_text``
+    is the message before the first one."""
+    items: list[store.MemoryItem] = []
+    before = previous_text
+    for message in messages:
+        if message.pk in pending:
+            actor = audit.END_USER if message.role == Message.Role.USER else audit.SYSTEM
+            context = f"{before}\n{message.text}"
+            items += [
+                store.MemoryItem(
+                    type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
+                    data={
+                        "source": "conversation", "role": message.role, "facts": u.facts,
+                        **({"question": True} if u.question else {}),
+                        **({"update": True} if u.update else {}),
+                    },
+                    source_message=message, source_role=message.role, context=context, actor=actor,
+                )
+                for u in message_units(message.text, message.role, message.created_at)
+            ]  # fmt: skip
+        before = message.text
+    return items
 
 
 def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 500, now: datetime | None = None) -> int:
@@ -366,24 +377,76 @@ def _index_by_session(tenant: Tenant, rows: Sequence[Message]) -> int:
 
 def index_turns(tenant: Tenant, turns: Sequence[tuple[Any, Sequence[Any]]]) -> int:
     """The background writer's batch (``memory.writer``): the conversation units of several turns of the
-    tenant, each ``(session_id, message_ids)``. One read for all their messages (with the text before each),
-    then one transaction per session. Messages already indexed (by the sweep, an announcement heard twice)
-    or gone (erased, kept no longer) are skipped; a message named under a session it is not in is too.
-    Returns how many messages were indexed."""
+    tenant, each ``(session_id, message_ids)``, in one transaction — one read of their messages (with the text
+    before each), one mark, one embedding call for the batch's distinct units, then each session's units
+    (``store.write_memories``). Messages already indexed (by the sweep, an announcement heard twice) or gone
+    (erased, kept no longer) are skipped; a message named under a session it is not in is too. Should the
+    batch fail, each session is written on its own (``index_messages``), so one bad session costs the others
+    nothing. Returns how many messages were indexed."""
     wanted = {(str(session_id), str(m)) for session_id, ids in turns for m in ids}
     if not wanted:
         return 0
+    try:
+        return _write_turns(tenant, wanted)
+    except Exception:
+        logger.exception(
+            "a batch of %d turn(s) of tenant %s failed; writing it session by session", len(turns), tenant.pk
+        )
     with tenant_scope(tenant):
-        rows = [
-            m
-            for m in Message.objects.for_tenant(tenant)
-            .filter(pk__in=list({m for _, m in wanted}), memory_indexed_at__isnull=True)
-            .select_related("session")
-            .annotate(text_before=_text_before(tenant))
-            .order_by("session_id", "seq")
-            if (str(m.session_id), str(m.pk)) in wanted
-        ]
+        rows = _announced_messages(tenant, wanted)
     return _index_by_session(tenant, rows)
+
+
+def _announced_messages(tenant: Tenant, wanted: set[tuple[str, str]]) -> list[Message]:
+    """The messages of ``wanted`` (``(session_id, message_id)``) not yet indexed, with the text before each, in
+    session and ``seq`` order. Call inside the tenant's scope."""
+    return [
+        m
+        for m in Message.objects.for_tenant(tenant)
+        .filter(pk__in=list({m for _, m in wanted}), memory_indexed_at__isnull=True)
+        .select_related("session")
+        .annotate(text_before=_text_before(tenant))
+        .order_by("session_id", "seq")
+        if (str(m.session_id), str(m.pk)) in wanted
+    ]
+
+
+def _write_turns(tenant: Tenant, wanted: set[tuple[str, str]]) -> int:
+    ttl = retention_seconds(tenant)
+    with tenant_scope(tenant):
+        rows = _announced_messages(tenant, wanted)
+        if not rows:
+            return 0
+        with connection.cursor() as cursor:
+            ids = [m.pk for m in rows if m.role in INDEXED_ROLES]
+            cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": ids, "now": timezone.now()})
+            pending = {row[0] for row in cursor.fetchall()}
+        by_session: dict[Any, list[Message]] = {}
+        for message in rows:
+            by_session.setdefault(message.session_id, []).append(message)
+        writes = []
+        for messages in by_session.values():
+            session = messages[0].session
+            if not memory_enabled_for_session(tenant, session):  # marked with no units, as index_messages does
+                continue
+            items = _unit_items(messages, pending, messages[0].text_before or "", ttl)
+            if items:
+                writes.append((session, items))
+        embedded = _embedded(tenant, [item for _, items in writes for item in items])
+        for session, items in writes:
+            store.write_memories(tenant, session, [replace(i, embedding=embedded[i.content]) for i in items])
+    return len(pending)
+
+
+def _embedded(tenant: Tenant, items: Sequence[store.MemoryItem]) -> dict[str, Any]:
+    """Each distinct content of ``items`` embedded, in one call (the agent's same sentence in ten turns is
+    embedded once; a unit the store then only refreshes did not need its vector, which costs one more row of
+    the call rather than a call of its own)."""
+    contents = list(dict.fromkeys(item.content for item in items))
+    if not contents:
+        return {}
+    vectors = embeddings.embed(contents, model=embeddings.model_for(tenant, UNIT_TYPE), kind="passage")
+    return dict(zip(contents, vectors, strict=True))
 
 
 def _text_before(tenant: Tenant) -> Subquery:

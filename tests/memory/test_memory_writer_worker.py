@@ -225,3 +225,34 @@ def test_a_notification_that_names_no_messages_is_ignored(payload, caplog):
     assert parse(payload) is None
     assert write_announced([]) == 0
     assert "names no messages" in caplog.text
+
+
+def test_one_session_that_fails_costs_the_others_of_its_batch_nothing(acme, fake_ollama, settings, monkeypatch):
+    # given two announced turns, and a store that fails for one customer's session
+    settings.MEMORY_WRITER = "worker"
+    good = open_session(acme, "lena")["session_id"]
+    bad = open_session(acme, "omar")["session_id"]
+    _talk(acme, fake_ollama, good, "I keep bees in my garden.", "How wonderful.")
+    _talk(acme, fake_ollama, bad, "I restore old clocks.", "A fine craft.")
+    from memory import store
+
+    real = store.write_memories
+
+    def failing(tenant: Any, session: Any, items: Any, **kwargs: Any) -> Any:
+        if str(session.pk) == bad:
+            raise RuntimeError("disk full")
+        return real(tenant, session, items, **kwargs)
+
+    monkeypatch.setattr(store, "write_memories", failing)
+
+    # when the writer gets both in one batch
+    written = write_announced(
+        [Announced(str(acme.tenant.pk), sid, tuple(str(m.pk) for m in _messages(acme, sid))) for sid in (good, bad)]
+    )
+
+    # then the good session is written and the failing one is left unmarked for the sweep to retry
+    assert written == 2
+    assert all(m.memory_indexed_at for m in _messages(acme, good))
+    assert all(m.memory_indexed_at is None for m in _messages(acme, bad))
+    monkeypatch.setattr(store, "write_memories", real)
+    assert "bees" in _recall(acme, "lena", "What do I keep in my garden?")
