@@ -378,11 +378,11 @@ def _index_by_session(tenant: Tenant, rows: Sequence[Message]) -> int:
 def index_turns(tenant: Tenant, turns: Sequence[tuple[Any, Sequence[Any]]]) -> int:
     """The background writer's batch (``memory.writer``): the conversation units of several turns of the
     tenant, each ``(session_id, message_ids)``, in one transaction — one read of their messages (with the text
-    before each), one mark, one embedding call for the batch's distinct units, then each session's units
-    (``store.write_memories``). Messages already indexed (by the sweep, an announcement heard twice) or gone
-    (erased, kept no longer) are skipped; a message named under a session it is not in is too. Should the
-    batch fail, each session is written on its own (``index_messages``), so one bad session costs the others
-    nothing. Returns how many messages were indexed."""
+    before each), one mark, one embedding call for the batch's distinct units, one write of every session's
+    units (``store.write_sessions_memories``). Messages already indexed (by the sweep, an announcement heard
+    twice) or gone (erased, kept no longer) are skipped; a message named under a session it is not in is too.
+    Should the batch fail, each session is written on its own (``index_messages``), so one bad session costs
+    the others nothing. Returns how many messages were indexed."""
     wanted = {(str(session_id), str(m)) for session_id, ids in turns for m in ids}
     if not wanted:
         return 0
@@ -433,8 +433,9 @@ def _write_turns(tenant: Tenant, wanted: set[tuple[str, str]]) -> int:
             if items:
                 writes.append((session, items))
         embedded = _embedded(tenant, [item for _, items in writes for item in items])
-        for session, items in writes:
-            store.write_memories(tenant, session, [replace(i, embedding=embedded[i.content]) for i in items])
+        store.write_sessions_memories(
+            tenant, [(session, [replace(i, embedding=embedded[i.content]) for i in items]) for session, items in writes]
+        )
     return len(pending)
 
 

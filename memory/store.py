@@ -78,18 +78,25 @@ class MemoryItem:
     actor: Actor | None = None
 
 
+#: A key's scope (end user, type, key, session or None): one live memory per slot.
+Slot = tuple[Any, str, str, Any]
+
+
 @dataclass
 class _Planned:
     valid: MemoryUnitIn
     model: str
     embedding: Any
     session_id: Any
+    end_user_id: Any
     item: MemoryItem | None = None  # its own source, context and actor, where it has them
 
     @property
-    def slot(self) -> tuple[str, str, Any] | None:
+    def slot(self) -> Slot | None:
         """The key's scope: one live memory per slot."""
-        return None if self.valid.key is None else (self.valid.type, self.valid.key, self.session_id)
+        if self.valid.key is None:
+            return None
+        return (self.end_user_id, self.valid.type, self.valid.key, self.session_id)
 
 
 def _plan(tenant: Tenant, session: ChatSession, valid: MemoryUnitIn, embedding: Any) -> _Planned:
@@ -98,6 +105,7 @@ def _plan(tenant: Tenant, session: ChatSession, valid: MemoryUnitIn, embedding: 
         model=embeddings.model_for(tenant, valid.type),
         embedding=embedding,
         session_id=session.pk if valid.type in SESSION_TYPES else None,
+        end_user_id=session.end_user_id,
     )
 
 
@@ -134,7 +142,7 @@ def do_write_memory(
     valid = check_memory_input(type=type, content=content, key=key, data=data or {}, expires_in=expires_in)
     planned = [_plan(tenant, session, valid, embedding)]
     written = _store(
-        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
+        tenant, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
         context=context,
     )  # fmt: skip
     return written[0]
@@ -164,6 +172,15 @@ def write_memories(
     embedding model for the items that need a new row, one transaction,
     one ``INSERT`` for the rows and one for their events.
     """
+    planned = _plan_items(tenant, session, items)
+    return _store(
+        tenant, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
+        context=context,
+    )  # fmt: skip
+
+
+def _plan_items(tenant: Tenant, session: ChatSession, items: Sequence[MemoryItem]) -> list[_Planned]:
+    """``items`` validated (a bad one raises with ``items[i]:`` and ``extra["index"]``) and planned."""
     planned = []
     for index, item in enumerate(items):
         try:
@@ -176,15 +193,25 @@ def write_memories(
             ) from None
         planned.append(_plan(tenant, session, valid, item.embedding))
         planned[-1].item = item
-    return _store(
-        tenant, session, planned, source_message=source_message, source_role=source_role, actor=actor, now=now,
-        context=context,
-    )  # fmt: skip
+    return planned
+
+
+def write_sessions_memories(
+    tenant: Tenant, batches: Sequence[tuple[ChatSession, Sequence[MemoryItem]]], *, now: datetime | None = None
+) -> list[WriteResult]:
+    """``write_memories`` for several sessions of the tenant at once (the background writer's batch of turns):
+    one result per item, in order, each as ``write_memories`` would give it for its session; one transaction,
+    one lock statement, one read of the live rows, one ``INSERT`` for all of them. Each item must carry its
+    own source message, role and actor. All or nothing, as ``write_memories``."""
+    for session, _ in batches:
+        if not isinstance(session, ChatSession) or session.pk is None or session.tenant_id != tenant.pk:
+            raise ValueError("write_sessions_memories needs stored sessions of the tenant")
+    planned = [p for session, items in batches for p in _plan_items(tenant, session, items)]
+    return _store(tenant, planned, source_message=None, source_role="", actor=SYSTEM, now=now)
 
 
 def _store(
     tenant: Tenant,
-    session: ChatSession,
     planned: list[_Planned],
     *,
     source_message: Message | None,
@@ -222,7 +249,7 @@ def _store(
         message, role, around, _ = origin(p)
         return MemoryUnit(
             tenant=tenant,
-            end_user_id=session.end_user_id,
+            end_user_id=p.end_user_id,
             session_id=p.session_id,
             type=p.valid.type,
             key=p.valid.key,
@@ -242,10 +269,10 @@ def _store(
 
     with tenant_scope(tenant):
         if len(planned) == 1 and planned[0].slot is not None:  # a message's one fact, often said before
-            refreshed = _refresh_unchanged(tenant, session, planned[0], now, origin(planned[0])[3])
+            refreshed = _refresh_unchanged(tenant, planned[0], now, origin(planned[0])[3])
             if refreshed is not None:
                 return [refreshed]
-        current = _lock_live(tenant, session, [p.slot for p in planned if p.slot is not None])
+        current = _lock_live(tenant, [p.slot for p in planned if p.slot is not None])
         existing = {m.pk for m in current.values()}
         new_rows: list[MemoryUnit] = []
         changed: dict[Any, MemoryUnit] = {}  # rows already stored that this batch updates
@@ -412,15 +439,13 @@ SELECT * FROM refreshed
 """
 
 
-def _refresh_unchanged(
-    tenant: Tenant, session: ChatSession, planned: _Planned, now: datetime, actor: Actor
-) -> WriteResult | None:
+def _refresh_unchanged(tenant: Tenant, planned: _Planned, now: datetime, actor: Actor) -> WriteResult | None:
     """Refresh the slot's live memory if it already says exactly this (a confirmation: its expiry extended,
     ``confirm_count`` + 1, a ``confirm`` event), in one statement; None when it does not (nothing changed)."""
     valid = planned.valid
-    type_, key, session_id = planned.slot  # type: ignore[misc]
+    end_user_id, type_, key, session_id = planned.slot  # type: ignore[misc]
     params = {
-        "tenant": tenant.pk, "end_user": session.end_user_id, "type": type_, "key": key, "session": session_id,
+        "tenant": tenant.pk, "end_user": end_user_id, "type": type_, "key": key, "session": session_id,
         "content": valid.content, "data": connection.ops.adapt_json_value(valid.data, None), "now": now,
         "expires_at": now + timedelta(seconds=valid.expires_in), "kind": Kind.CONFIRM, "actor": actor.kind,
         "actor_user": actor_user_id(actor), "note": "repeated fact",
@@ -443,28 +468,31 @@ def _refresh_sql() -> str:
     )
 
 
-def _lock_live(tenant: Tenant, session: ChatSession, slots: list[tuple[str, str, Any]]) -> dict[Any, MemoryUnit]:
+def _lock_live(tenant: Tenant, slots: list[Slot]) -> dict[Slot, MemoryUnit]:
     """Take the keys' advisory locks (in one global order, so two batches
     never deadlock) and return their live rows, locked ``FOR UPDATE``."""
     if not slots:
         return {}
-    keys = sorted({_lock_key(tenant.pk, session.end_user_id, t, k, sid) for t, k, sid in slots})
+    keys = sorted({_lock_key(tenant.pk, u, t, k, sid) for u, t, k, sid in slots})
     with connection.cursor() as cursor:
         # A volatile function in the select list runs after the ORDER BY, so the locks are taken in key order.
         cursor.execute("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k ORDER BY k", [keys])
     wanted = sorted(set(slots), key=str)
     rows = fetch_memories(
         tenant,
-        "m.end_user_id = %(end_user)s AND m.superseded_at IS NULL AND EXISTS ("
-        " SELECT 1 FROM unnest(%(types)s::text[], %(keys)s::text[], %(sessions)s::uuid[]) AS w(type, key, session_id)"
-        " WHERE m.type = w.type AND m.key = w.key AND m.session_id IS NOT DISTINCT FROM w.session_id)",
+        "m.end_user_id = ANY(%(end_users)s) AND m.superseded_at IS NULL AND EXISTS ("
+        " SELECT 1 FROM unnest(%(users)s::uuid[], %(types)s::text[], %(keys)s::text[], %(sessions)s::uuid[])"
+        " AS w(end_user_id, type, key, session_id)"
+        " WHERE m.end_user_id = w.end_user_id AND m.type = w.type AND m.key = w.key"
+        " AND m.session_id IS NOT DISTINCT FROM w.session_id)",
         {
-            "end_user": session.end_user_id, "types": [t for t, _, _ in wanted], "keys": [k for _, k, _ in wanted],
-            "sessions": [sid for _, _, sid in wanted],
+            "end_users": sorted({u for u, _, _, _ in wanted}, key=str), "users": [u for u, _, _, _ in wanted],
+            "types": [t for _, t, _, _ in wanted], "keys": [k for _, _, k, _ in wanted],
+            "sessions": [sid for _, _, _, sid in wanted],
         },
         lock=True,  # a refresh or a replacement never reads the embedding: none is loaded
     )  # fmt: skip
-    return {(m.type, m.key, m.session_id): m for m in rows}
+    return {(m.end_user_id, m.type, m.key, m.session_id): m for m in rows}
 
 
 def _embed_missing(rows: list[MemoryUnit]) -> None:

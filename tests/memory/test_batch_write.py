@@ -318,3 +318,55 @@ def test_concurrent_batches_and_single_writes_leave_one_live_memory_per_key(acme
         assert len(live) == 1
         assert all(m.superseded_by_id is not None for m in rows if m.superseded_at is not None)
         assert sum(_events(acme.tenant, m.pk).count("create") for m in rows) == writes
+
+
+def test_one_write_for_several_sessions_keeps_each_end_users_slots_apart(acme, embed_calls):
+    # given two customers, each with a phone on record
+    anna, ben = open_session_obj(acme, "anna"), open_session_obj(acme, "ben")
+    store.write_memories(acme.tenant, anna, [MemoryItem(type="user_profile", key="phone", content="手机：13900000001")])
+    store.write_memories(acme.tenant, ben, [MemoryItem(type="user_profile", key="phone", content="手机：13900000002")])
+    embed_calls.clear()
+
+    # when one write (the background writer's batch) carries a new phone for anna, the same sentence for both,
+    # and a session-scoped note for each
+    said = "I will call back tomorrow"
+    results = store.write_sessions_memories(
+        acme.tenant,
+        [
+            (anna, [MemoryItem(type="user_profile", key="phone", content="手机：13900000009"),
+                    MemoryItem(type="fact_reference", key="conversation:same", content=said),
+                    MemoryItem(type="session_state", key="note", content="anna waits for a refund")]),
+            (ben, [MemoryItem(type="fact_reference", key="conversation:same", content=said),
+                   MemoryItem(type="session_state", key="note", content="ben asks about shipping")]),
+        ],
+    )  # fmt: skip
+
+    # then anna's phone is replaced and ben's untouched, and each customer has their own row of the sentence
+    assert [r.outcome for r in results] == ["replaced", "created", "created", "created", "created"]
+    assert len(embed_calls) == 1
+    live = {
+        (m.end_user_id, m.key): m.content
+        for m in _rows(acme.tenant, superseded_at__isnull=True, key__in=["phone", "conversation:same", "note"])
+    }
+    assert live == {
+        (anna.end_user_id, "phone"): "手机：13900000009",
+        (ben.end_user_id, "phone"): "手机：13900000002",
+        (anna.end_user_id, "conversation:same"): said,
+        (ben.end_user_id, "conversation:same"): said,
+        (anna.end_user_id, "note"): "anna waits for a refund",
+        (ben.end_user_id, "note"): "ben asks about shipping",
+    }
+    notes = {m.content: m.session_id for m in _rows(acme.tenant, key="note")}
+    assert notes == {"anna waits for a refund": anna.pk, "ben asks about shipping": ben.pk}
+
+
+def test_a_write_for_several_sessions_refuses_another_tenants_session(acme, globex):
+    # given a session of another tenant slipped into the batch
+    mine, theirs = open_session_obj(acme, "cara"), open_session_obj(globex, "cara")
+    item = MemoryItem(type="fact_reference", content="Prefers e-mail")
+
+    # when it is written, then nothing is, for either tenant
+    with pytest.raises(ValueError, match="sessions of the tenant"):
+        store.write_sessions_memories(acme.tenant, [(mine, [item]), (theirs, [item])])
+    assert _rows(acme.tenant) == []
+    assert _rows(globex.tenant) == []

@@ -236,14 +236,17 @@ def test_one_session_that_fails_costs_the_others_of_its_batch_nothing(acme, fake
     _talk(acme, fake_ollama, bad, "I restore old clocks.", "A fine craft.")
     from memory import store
 
-    real = store.write_memories
+    def fails_for_omar(real: Any) -> Any:
+        def write(tenant: Any, *args: Any, **kwargs: Any) -> Any:
+            sessions = [s for s, _ in args[0]] if real is store.write_sessions_memories else [args[0]]
+            if any(str(s.pk) == bad for s in sessions):
+                raise RuntimeError("disk full")
+            return real(tenant, *args, **kwargs)
 
-    def failing(tenant: Any, session: Any, items: Any, **kwargs: Any) -> Any:
-        if str(session.pk) == bad:
-            raise RuntimeError("disk full")
-        return real(tenant, session, items, **kwargs)
+        return write
 
-    monkeypatch.setattr(store, "write_memories", failing)
+    monkeypatch.setattr(store, "write_sessions_memories", fails_for_omar(store.write_sessions_memories))
+    monkeypatch.setattr(store, "write_memories", fails_for_omar(store.write_memories))
 
     # when the writer gets both in one batch
     written = write_announced(
@@ -254,5 +257,5 @@ def test_one_session_that_fails_costs_the_others_of_its_batch_nothing(acme, fake
     assert written == 2
     assert all(m.memory_indexed_at for m in _messages(acme, good))
     assert all(m.memory_indexed_at is None for m in _messages(acme, bad))
-    monkeypatch.setattr(store, "write_memories", real)
+    monkeypatch.undo()
     assert "bees" in _recall(acme, "lena", "What do I keep in my garden?")
