@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -38,6 +39,7 @@ from django.db import connection
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from config.db.sql import load_models
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory import audit, embeddings, store
@@ -397,18 +399,49 @@ def index_turns(tenant: Tenant, turns: Sequence[tuple[Any, Sequence[Any]]]) -> i
     return _index_by_session(tenant, rows)
 
 
+#: The announced messages not yet indexed, each with the text of the message before it in its session (tool
+#: results aside), in session and ``seq`` order: SQL, not a queryset — the writer reads them for every batch,
+#: and compiling the queryset cost more than the rest of the read.
+_ANNOUNCED_SQL = """
+SELECT m.*, (
+    SELECT p.text FROM chat_message p
+    WHERE p.tenant_id = m.tenant_id AND p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'tool'
+    ORDER BY p.seq DESC LIMIT 1
+) AS text_before
+FROM chat_message m
+WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND m.memory_indexed_at IS NULL
+ORDER BY m.session_id, m.seq
+"""
+_SESSIONS_SQL = "SELECT * FROM chat_chatsession WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s)"
+
+
 def _announced_messages(tenant: Tenant, wanted: set[tuple[str, str]]) -> list[Message]:
-    """The messages of ``wanted`` (``(session_id, message_id)``) not yet indexed, with the text before each, in
-    session and ``seq`` order. Call inside the tenant's scope."""
-    return [
+    """The messages of ``wanted`` (``(session_id, message_id)``) not yet indexed, with ``text_before`` and
+    their session, in session and ``seq`` order. Call inside the tenant's scope."""
+    ids = sorted({parsed for _, m in wanted if (parsed := _uuid(m)) is not None})
+    rows = [
         m
-        for m in Message.objects.for_tenant(tenant)
-        .filter(pk__in=list({m for _, m in wanted}), memory_indexed_at__isnull=True)
-        .select_related("session")
-        .annotate(text_before=_text_before(tenant))
-        .order_by("session_id", "seq")
+        for m in load_models(Message, _ANNOUNCED_SQL, {"tenant": tenant.pk, "ids": ids})
         if (str(m.session_id), str(m.pk)) in wanted
     ]
+    if not rows:
+        return []
+    sessions = {
+        s.pk: s
+        for s in load_models(
+            ChatSession, _SESSIONS_SQL, {"tenant": tenant.pk, "ids": list({m.session_id for m in rows})}
+        )
+    }
+    for message in rows:
+        message.session = sessions[message.session_id]
+    return rows
+
+
+def _uuid(raw: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        return None
 
 
 def _write_turns(tenant: Tenant, wanted: set[tuple[str, str]]) -> int:

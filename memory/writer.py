@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 CHANNEL = "memdesk_memory"
 #: How long the writer waits after a first announcement for more to write in the same batch (seconds), and
 #: how many turns a batch holds at most.
-DEFAULT_WAIT_S = 0.2
+DEFAULT_WAIT_S = 0.5
 DEFAULT_MAX_TURNS = 200
 #: Seconds between attempts to LISTEN again after the writer's connection was lost.
 RECONNECT_S = 2.0
