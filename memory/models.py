@@ -82,10 +82,12 @@ class MemoryUnit(TenantOwned):
         indexes = [
             # Recall scans one end user's (or one session's) rows exactly; see docs/memory.md.
             models.Index(fields=["tenant", "end_user", "expires_at"], name="mem_scope_user"),
-            # The recent window of recall's vector leg: an end user's newest rows first (docs/memory.md).
-            models.Index(fields=["tenant", "end_user", "-created_at"], name="mem_user_recent"),
-            # Keyed lookups of one end user: the rule stage and the current values behind stale units.
-            models.Index(fields=["tenant", "end_user", "key"], name="mem_user_key"),
+            # The recent window of recall's legs: an end user's newest rows first, the rows no longer valid
+            # passed over in the index (docs/memory.md, "Long histories").
+            models.Index(fields=["tenant", "end_user", "-created_at", "expires_at"], name="mem_user_window"),
+            # Keyed lookups of one end user (the rule stage and the current values behind stale units), past
+            # a key's superseded values in the index.
+            models.Index(fields=["tenant", "end_user", "key", "expires_at"], name="mem_user_key_valid"),
             models.Index(fields=["session", "expires_at"], name="mem_scope_session"),
             models.Index(fields=["tenant", "expires_at"], name="mem_tenant_expiry"),
             GinIndex(fields=["search_vector"], name="mem_search_vector"),

@@ -165,25 +165,29 @@ def _rule_stage(tenant: Tenant, session: ChatSession, keys: tuple[str, ...], as_
 
 
 #: ``recent`` is the window: the end user's newest ``window`` memory rows valid at ``as_of`` (read in the
-#: order of the ``mem_user_recent`` index, so a long history costs no more than a short one; its conditions
+#: order of the ``mem_user_window`` index, so a long history costs no more than a short one; its conditions
 #: are the ones the planner can estimate — the rest of the scope, whose JSON and OR tests it cannot, would
 #: turn the read into a scan of the whole tenant); ``scoped`` those of them the session may see. Both legs
-#: read only the window but for the lexical leg's rare words (``_LEX_SQL``).
+#: read only the window but for the lexical leg's rare words (``_LEX_SQL``). The window's distances are
+#: computed as its rows are read, so no vector is copied into it: 2,000 vectors of 1.5 kB are more than
+#: ``work_mem`` holds, and a window that spilled to disk cost more than it saved. The vectors and the
+#: tsvectors are kept in the row itself (migration ``memory.0013``): read out of line, each row of the window
+#: cost a TOAST lookup per leg (docs/memory.md, "Long histories").
 _CANDIDATE_SQL = """
 WITH recent AS MATERIALIZED (
     SELECT r.id, r.tenant_id, r.end_user_id, r.session_id, r.type, r.data, r.created_at, r.expires_at,
-           r.embedding, r.embedding_model, r.search_vector
+           {distance} AS distance, r.search_vector
     FROM memory_memoryunit r
     WHERE r.tenant_id = %(tenant)s AND r.end_user_id = %(end_user)s AND {valid}
     ORDER BY r.created_at DESC
     LIMIT %(window)s
 ),
 scoped AS MATERIALIZED (
-    SELECT m.id, m.embedding, m.embedding_model, m.search_vector, m.created_at FROM recent m WHERE {scope}
+    SELECT m.id, m.distance, m.search_vector, m.created_at FROM recent m WHERE {scope}
 ),
 vec AS (
     SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
-    FROM (SELECT id, {distance} AS distance FROM scoped WHERE embedding IS NOT NULL) d
+    FROM scoped
     WHERE distance IS NOT NULL
     ORDER BY distance, id
     LIMIT %(n)s

@@ -1,9 +1,9 @@
-# The row-level security policy of every tenant-owned table compares tenant_id as a uuid (tenants.rls.POLICY_USING):
+# The row-level security policy of every tenant-owned table compares tenant_id as a uuid (tenants.rls.POLICY_USING_PER_ROW):
 # same rows visible, better plans. Here, above every app that creates a policy, so it runs after all of them.
 
 from django.db import migrations
 
-from tenants.rls import POLICY_USING, POLICY_USING_TEXT, alter_every_policy_sql
+from tenants.rls import POLICY_USING_PER_ROW, POLICY_USING_TEXT, alter_every_policy_sql
 
 
 class Migration(migrations.Migration):
@@ -15,5 +15,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(alter_every_policy_sql(POLICY_USING), alter_every_policy_sql(POLICY_USING_TEXT)),
+        migrations.RunSQL(alter_every_policy_sql(POLICY_USING_PER_ROW), alter_every_policy_sql(POLICY_USING_TEXT)),
     ]
