@@ -36,7 +36,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from config.db.sql import load_models
@@ -347,20 +346,13 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
     turn. Returns how many messages were indexed."""
     cutoff = (now or timezone.now()) - settle
     with tenant_scope(tenant):
-        rows = list(
-            Message.objects.for_tenant(tenant)
-            .filter(memory_indexed_at__isnull=True, role__in=[Message.Role.USER, Message.Role.ASSISTANT])
-            .exclude(status=Message.Status.FAILED)
-            .filter(created_at__lt=cutoff)
-            .select_related("session")
-            .annotate(text_before=_text_before(tenant))
-            .order_by("session_id", "seq")[:limit]
-        )
+        params = {"tenant": tenant.pk, "cutoff": cutoff, "limit": limit}
+        rows = _with_sessions(tenant, load_models(Message, _PENDING_SQL, params))
     return _index_by_session(tenant, rows)
 
 
 def _index_by_session(tenant: Tenant, rows: Sequence[Message]) -> int:
-    """Index ``rows`` (read with ``_text_before``, in session and ``seq`` order), each session's in a
+    """Index ``rows`` (read with ``text_before``, in session and ``seq`` order), each session's in a
     transaction of its own. Returns how many messages were indexed; one session's failure is logged and
     leaves its messages unmarked for the sweep, the others are written."""
     done = 0
@@ -399,19 +391,30 @@ def index_turns(tenant: Tenant, turns: Sequence[tuple[Any, Sequence[Any]]]) -> i
     return _index_by_session(tenant, rows)
 
 
-#: The announced messages not yet indexed, each with the text of the message before it in its session (tool
-#: results aside), in session and ``seq`` order: SQL, not a queryset — the writer reads them for every batch,
-#: and compiling the queryset cost more than the rest of the read.
-_ANNOUNCED_SQL = """
-SELECT m.*, (
+#: The text of the message before ``m`` in its session (tool results aside), its units' lexical context, read
+#: with the messages: the one definition of it. The reads are SQL, not querysets — the writer reads messages
+#: for every batch, and compiling a queryset cost more than the rest of the read.
+_TEXT_BEFORE = """(
     SELECT p.text FROM chat_message p
     WHERE p.tenant_id = m.tenant_id AND p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'tool'
     ORDER BY p.seq DESC LIMIT 1
-) AS text_before
+) AS text_before"""
+#: The named messages not yet indexed, in session and ``seq`` order.
+_ANNOUNCED_SQL = f"""
+SELECT m.*, {_TEXT_BEFORE}
 FROM chat_message m
 WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s) AND m.memory_indexed_at IS NULL
 ORDER BY m.session_id, m.seq
-"""
+"""  # noqa: S608 - our own constants, no input
+#: The sweep's: user messages and replies not yet indexed, older than the cutoff, failed turns aside.
+_PENDING_SQL = f"""
+SELECT m.*, {_TEXT_BEFORE}
+FROM chat_message m
+WHERE m.tenant_id = %(tenant)s AND m.memory_indexed_at IS NULL AND m.role IN ('user', 'assistant')
+  AND m.status <> 'failed' AND m.created_at < %(cutoff)s
+ORDER BY m.session_id, m.seq
+LIMIT %(limit)s
+"""  # noqa: S608 - our own constants, no input
 _SESSIONS_SQL = "SELECT * FROM chat_chatsession WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s)"
 
 
@@ -419,19 +422,16 @@ def _announced_messages(tenant: Tenant, wanted: set[tuple[str, str]]) -> list[Me
     """The messages of ``wanted`` (``(session_id, message_id)``) not yet indexed, with ``text_before`` and
     their session, in session and ``seq`` order. Call inside the tenant's scope."""
     ids = sorted({parsed for _, m in wanted if (parsed := _uuid(m)) is not None})
-    rows = [
-        m
-        for m in load_models(Message, _ANNOUNCED_SQL, {"tenant": tenant.pk, "ids": ids})
-        if (str(m.session_id), str(m.pk)) in wanted
-    ]
+    rows = load_models(Message, _ANNOUNCED_SQL, {"tenant": tenant.pk, "ids": ids})
+    return _with_sessions(tenant, [m for m in rows if (str(m.session_id), str(m.pk)) in wanted])
+
+
+def _with_sessions(tenant: Tenant, rows: list[Message]) -> list[Message]:
+    """``rows`` with their sessions attached, read in one statement. Call inside the tenant's scope."""
     if not rows:
         return []
-    sessions = {
-        s.pk: s
-        for s in load_models(
-            ChatSession, _SESSIONS_SQL, {"tenant": tenant.pk, "ids": list({m.session_id for m in rows})}
-        )
-    }
+    params = {"tenant": tenant.pk, "ids": list({m.session_id for m in rows})}
+    sessions = {s.pk: s for s in load_models(ChatSession, _SESSIONS_SQL, params)}
     for message in rows:
         message.session = sessions[message.session_id]
     return rows
@@ -483,33 +483,8 @@ def _embedded(tenant: Tenant, items: Sequence[store.MemoryItem]) -> dict[str, An
     return dict(zip(contents, vectors, strict=True))
 
 
-def _text_before(tenant: Tenant) -> Subquery:
-    """For a message query: the text of the message before each one in its session (tool results aside), its
-    units' lexical context, read with the messages."""
-    return Subquery(
-        Message.objects.for_tenant(tenant)
-        .filter(session_id=OuterRef("session_id"), seq__lt=OuterRef("seq"))
-        .exclude(role=Message.Role.TOOL)
-        .order_by("-seq")
-        .values("text")[:1]
-    )
-
-
 def index_turn(tenant: Tenant, session_id: Any, message_ids: Sequence[Any]) -> int:
-    """The background worker's half of a turn (``memory.tasks.index_turn_task``): write the conversation
-    units of the turn's messages, named by id. Messages already indexed (by the sweep, or a job run twice)
-    or gone (erased, kept no longer) are skipped. Returns how many units were written or refreshed.
-
-    One transaction: the messages are read with the text before the first of them, and written, in it (the
-    worker runs one job per turn; each transaction more is two round trips and a commit per turn)."""
-    with tenant_scope(tenant):
-        messages = list(
-            Message.objects.for_tenant(tenant)
-            .filter(session_id=session_id, pk__in=list(message_ids), memory_indexed_at__isnull=True)
-            .select_related("session")
-            .annotate(text_before=_text_before(tenant))
-            .order_by("seq")
-        )
-        if not messages:
-            return 0
-        return index_messages(tenant, messages[0].session, messages, previous_text=messages[0].text_before or "")
+    """One turn's conversation units, named by id: a batch of one (:func:`index_turns`), for a job queued by an
+    earlier release (``memory.tasks.index_turn_task``) and a staff message written inline. Returns how many
+    messages were indexed."""
+    return index_turns(tenant, [(session_id, message_ids)])
