@@ -101,21 +101,11 @@ def write_announced(batch: Sequence[Announced]) -> int:
     return done
 
 
-@dataclass
-class WriterStats:
-    """What :func:`listen` has done, for the worker's log and the benchmarks."""
-
-    batches: int = 0
-    turns: int = 0
-    messages: int = 0
-
-
 async def listen(
     connect: Callable[[], Any],
     *,
     wait_s: float = DEFAULT_WAIT_S,
     max_turns: int = DEFAULT_MAX_TURNS,
-    stats: WriterStats | None = None,
     sweep: Callable[[], Any] | None = None,
 ) -> None:
     """LISTEN on :data:`CHANNEL` and write what turns announce, in batches, until cancelled. ``connect``
@@ -123,7 +113,6 @@ async def listen(
     which keeps its database connection from one batch to the next. ``sweep`` (run on that thread each time
     the LISTEN is in place, before the first batch) writes what was announced while nobody listened: at start,
     and after a lost connection, opened again after ``RECONNECT_S``."""
-    stats = stats if stats is not None else WriterStats()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-writer")
     loop = asyncio.get_running_loop()
     try:
@@ -138,9 +127,6 @@ async def listen(
                         if batch:
                             started = time.perf_counter()
                             written = await loop.run_in_executor(executor, _write_in_thread, batch)
-                            stats.batches += 1
-                            stats.turns += len(batch)
-                            stats.messages += written
                             logger.debug(
                                 "wrote %d message(s) of %d turn(s) in %.1f ms",
                                 written, len(batch), (time.perf_counter() - started) * 1000,
