@@ -120,8 +120,9 @@ def start_server(
     ws_deflate: bool = False,
     memory_writer: str = "worker",
 ) -> tuple[subprocess.Popen, str]:
-    """memdesk as deployed: uvicorn and, with ``memory_writer`` "worker" (the product's default), the
-    background worker that writes each turn's conversation memory. The worker runs as a child of the
+    """memdesk as deployed: uvicorn and, unless ``memory_writer`` is "inline", the background worker (with
+    "worker", the product's default, it writes each turn's conversation memory; with "off" nobody does: the
+    build without conversation memory, for an A/B of its cost). The worker runs as a child of the
     uvicorn process, so the server's CPU (``server_cpu_s``) counts it."""
     port = _free_port()
     env = {
@@ -151,7 +152,7 @@ def start_server(
     if workers > 1:
         command += ["--workers", str(workers)]
     command += ["--ws-per-message-deflate", "true" if ws_deflate else "false"]
-    if memory_writer == "worker":
+    if memory_writer != "inline":
         worker = shlex.join([sys.executable, "manage.py", "run_worker", "--poll", "1"])
         command = ["sh", "-c", f"{worker} >/dev/null & exec {shlex.join(command)}"]
     # A session of its own, so stop_server can end the workers with it.
@@ -705,8 +706,9 @@ def main() -> None:
     parser.add_argument("--think-dist", choices=["exp", "uniform"], default="exp")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--memory-writer", choices=["worker", "inline"], default="worker",
-        help="who writes each turn's conversation memory (MEMDESK_MEMORY_WRITER); worker: run_worker beside the server",
+        "--memory-writer", choices=["worker", "inline", "off"], default="worker",
+        help="who writes each turn's conversation memory (MEMDESK_MEMORY_WRITER; off: nobody, for an A/B of its cost); "
+        "run_worker runs beside the server unless inline",
     )  # fmt: skip
     parser.add_argument("--workers", type=int, default=4, help="uvicorn worker processes (the image runs 4)")
     parser.add_argument(

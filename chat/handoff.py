@@ -403,8 +403,10 @@ def message_event(message: Message, author: Any = None) -> dict[str, Any]:
 def index_soon(tenant: Tenant, session: ChatSession, messages: list[Message]) -> None:
     """The messages' conversation units (``memory.conversation``): announced to the background writer in the
     caller's transaction (``MEMORY_WRITER`` "worker", as a turn does: ``memory.writer``), or written once it
-    commits ("inline"). A failure is logged; the worker's sweep writes a user message later."""
+    commits ("inline"); nothing with "off". A failure is logged; the worker's sweep writes a user message later."""
     ids = [str(m.pk) for m in messages]
+    if settings.MEMORY_WRITER == "off":
+        return
     if settings.MEMORY_WRITER == "worker":
         announce(tenant, session.pk, ids)
         return

@@ -28,12 +28,16 @@ OLLAMA_TIMEOUT_S = envfloat("OLLAMA_TIMEOUT_S", 60.0, minimum=0.1)
 # Ollama-assisted fact extraction for every tenant (memory/llm_extraction.py); a tenant's
 # settings["llm_extraction"] overrides it either way.
 MEMDESK_LLM_EXTRACTION = envbool("MEMDESK_LLM_EXTRACTION", False)
-# Who writes a turn's conversation units (memory/conversation.py): "worker" queues a job, in the transaction
-# that stores the reply, for the background worker (manage.py run_worker); "inline" writes them in the web
-# process once the reply is out (installations without a worker).
+# Who writes a turn's conversation units (memory/conversation.py): "worker" — the transaction that stores the
+# reply announces them to the background worker (manage.py run_worker, memory/writer.py); "inline" — the web
+# process writes them once the reply is out (installations without a worker); "off" — nobody (keyed facts
+# only; messages stay unwritten, and `manage.py index_messages` writes them if it is turned on later).
+MEMORY_WRITERS = ("worker", "inline", "off")
 MEMORY_WRITER = envstr("MEMDESK_MEMORY_WRITER", "worker")
-if MEMORY_WRITER not in ("worker", "inline"):
-    raise ImproperlyConfigured(f"MEMDESK_MEMORY_WRITER must be 'worker' or 'inline', got {MEMORY_WRITER!r}")
+if MEMORY_WRITER not in MEMORY_WRITERS:
+    raise ImproperlyConfigured(
+        f"MEMDESK_MEMORY_WRITER must be one of {', '.join(MEMORY_WRITERS)}, got {MEMORY_WRITER!r}"
+    )
 # How much manage.py run_worker lowers its CPU priority: the worker's jobs can wait a moment, replies cannot.
 WORKER_NICE = envint("MEMDESK_WORKER_NICE", 10, minimum=0, maximum=19)
 

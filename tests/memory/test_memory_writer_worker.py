@@ -259,3 +259,40 @@ def test_one_session_that_fails_costs_the_others_of_its_batch_nothing(acme, fake
     assert all(m.memory_indexed_at is None for m in _messages(acme, bad))
     monkeypatch.undo()
     assert "bees" in _recall(acme, "lena", "What do I keep in my garden?")
+
+
+def test_with_conversation_memory_off_only_keyed_facts_are_kept(acme, fake_ollama, settings):
+    # given an operator who turned conversation memory off (MEMDESK_MEMORY_WRITER=off)
+    settings.MEMORY_WRITER = "off"
+    sid = open_session(acme, "rui")["session_id"]
+    listener = _listener()
+    try:
+        # when a customer gives a phone number and says something no rule recognises
+        _talk(acme, fake_ollama, sid, "My phone is 13912345678. I collect stamps from Iceland.", "Noted!")
+        heard = list(listener.notifies(timeout=0.5, stop_after=1))
+    finally:
+        listener.close()
+    # and a worker runs with the same setting
+    out = subprocess.run(
+        [sys.executable, "manage.py", "run_worker", "--once", "--index-every", "3600"],
+        cwd=ROOT, env={**_worker_env(), "MEMDESK_WARMUP": "0", "MEMDESK_MEMORY_WRITER": "off"},
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+    # then nothing was announced or written as conversation memory, and the keyed fact is recalled
+    assert heard == []
+    assert "0 message(s) indexed" in out.stdout
+    assert all(m.memory_indexed_at is None for m in _messages(acme, sid))
+    recalled = _recall(acme, "rui", "What is my phone number?")
+    assert "13912345678" in recalled
+    assert "Iceland" not in recalled
+
+
+def test_an_unknown_memory_writer_fails_at_start():
+    env = {**_worker_env(), "MEMDESK_MEMORY_WRITER": "sometimes"}
+    out = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode != 0
+    assert "MEMDESK_MEMORY_WRITER must be one of worker, inline, off, got 'sometimes'" in out.stderr

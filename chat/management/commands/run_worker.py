@@ -15,7 +15,9 @@ writes the turns announced within ``--memory-wait-ms`` of each other in one
 batch. What nobody heard (no worker was running, its connection was lost)
 is written by the sweep (``manage.py index_messages``): once the worker
 listens, every unwritten message; then every ``--index-every`` seconds,
-those older than a minute.
+those older than a minute. With ``MEMDESK_MEMORY_WRITER=off`` it does neither
+(conversation memory is off; ``inline``: the web processes write it, the
+worker sweeps what they left).
 
 It loads the embedding models and jieba's dictionaries before it takes a job
 (``chat.warmup``; ``MEMDESK_WARMUP=0`` leaves them to the first job).
@@ -160,7 +162,9 @@ class Command(BaseCommand):
             recovered = await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
             listening = asyncio.get_running_loop().create_future()
             memory_writer = None
-            if options["once"]:
+            if settings.MEMORY_WRITER == "off":
+                indexed = 0
+            elif options["once"]:
                 # Nobody listens for announcements: every message not yet written is, now.
                 indexed = await index_unwritten_memory(settle=timedelta(0))
             else:
@@ -231,7 +235,7 @@ class Command(BaseCommand):
                 await recover_stalled_jobs(app, stalled_after=options["stalled_after"])
             except Exception:  # the worker's own loop reports database trouble
                 logger.exception("recovering stalled jobs failed; trying again later")
-            if loop.time() >= next_index:
+            if loop.time() >= next_index and settings.MEMORY_WRITER != "off":
                 next_index = loop.time() + options["index_every"]
                 try:
                     await index_unwritten_memory()
