@@ -513,11 +513,12 @@ def _stale_units(
 
 
 # Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).
+# Strictly older: the units of one message share its moment, and neither overtakes the other.
 _PAIRS_SQL = """
 SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)
 FROM memory_memoryunit a
 JOIN memory_memoryunit b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s) AND b.embedding_model = a.embedding_model
-     AND (b.created_at, b.id) > (a.created_at, a.id)
+     AND b.created_at > a.created_at
 WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL
 """
 
@@ -551,19 +552,21 @@ def _overtaken(
     updates = {u.pk for u in units if (u.data or {}).get("update")}
     if len(units) < 2 or not (updates or about_now):
         return {}
-    created = {u.pk: (u.created_at, str(u.pk)) for u in units}
+    created = {u.pk: u.created_at for u in units}
     naming = {u.pk for u in units if identifiers and _names(u, identifiers)}
     with connection.cursor() as cursor:
         cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units]})
         pairs = cursor.fetchall()
     overtaken: dict[Any, Any] = {}
+    best: dict[Any, tuple[Any, float]] = {}
     for older, newer, similarity in pairs:
         if older in naming and newer not in naming:
             continue
         by_update = newer in updates and similarity >= float(knobs["update_similarity"])
         if by_update or (about_now and similarity >= float(knobs["now_similarity"])):
-            if older not in overtaken or created[newer] > created[overtaken[older]]:
-                overtaken[older] = newer
+            # the newest overtaker; of units said at the same moment, the one most like the older unit
+            if older not in best or (created[newer], similarity) > best[older]:
+                overtaken[older], best[older] = newer, (created[newer], similarity)
     return overtaken
 
 
@@ -667,8 +670,16 @@ def _rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None)
     negative ``mood``, a care memory's lift (``_care_lift``)."""
     knobs = tuning()
     weights = {}
-    order = sorted(hits, key=lambda h: (h.memory.created_at, str(h.memory.pk)))
-    recent = {h.memory.pk: i / max(1, len(order) - 1) for i, h in enumerate(order)}
+    order = sorted(hits, key=lambda h: h.memory.created_at)
+    # Units said at the same moment (one message's) share its recency: the mean of their places, so that
+    # which of them ranks first never depends on their random ids.
+    places: dict[Any, list[int]] = {}
+    for i, hit in enumerate(order):
+        places.setdefault(hit.memory.created_at, []).append(i)
+    recent = {
+        h.memory.pk: sum(places[h.memory.created_at]) / len(places[h.memory.created_at]) / max(1, len(order) - 1)
+        for h in order
+    }
     now = about_now(query)
     identifiers = query_identifiers(query)
     for hit in hits:

@@ -327,3 +327,31 @@ def test_the_current_points_balance_answers_how_many_points_first(acme, fake_oll
     found = _recall(acme, "points", "我现在有多少积分？")
     assert min(_rank(found, "960"), _rank(found, "九百六十")) == 0
     assert _rank(found, "两千三百八十") > 0
+
+
+def test_units_of_one_message_share_its_moment(acme, fake_ollama):
+    """Two sentences of one message are said at the same moment: for a question about the present neither
+    overtakes the other, and both weigh the same for recency, whichever random id each unit drew."""
+    from memory.recall import RecallHit, _overtaken, _rerank_weights
+    from tenants.rls import tenant_scope
+
+    sid = open_session(acme, "arrival")["session_id"]
+    first = (
+        "我们一家四口今晚大概九点到酒店，因为航班七点落地，从机场打车过来大约要一个半小时，"
+        "麻烦前台帮我们留一下靠窗的那间大床房，另外请准备两张儿童床，孩子们还小需要护栏。"
+    )
+    second = (
+        "再确认一下，我们今晚九点左右到酒店，如果航班延误我会提前打电话通知前台，"
+        "房间请一定保留到晚上十二点以后，押金可以先从我登记的信用卡里预授权，谢谢你们的安排。"
+    )
+    _talk(acme, fake_ollama, sid, first + second, "好的，已为您备注。")
+    siblings = [m for m in _memories(acme, source_role="user") if m.type == "fact_reference" and "九点" in m.content]
+    assert len(siblings) >= 2
+    assert len({m.created_at for m in siblings}) == 1
+
+    with tenant_scope(acme.tenant):
+        assert _overtaken(acme.tenant, siblings, about_now=True) == {}
+    hits = [RecallHit(memory=m, stage="vector", similarity=0.9, score=1.0) for m in siblings]
+    weights = _rerank_weights("我们现在几点到酒店？", hits)
+    assert len(set(weights.values())) == 1
+    assert _rerank_weights("我们现在几点到酒店？", hits[::-1]) == weights
