@@ -249,7 +249,8 @@ def is_question(unit: str) -> bool:
 #: A unit that changes or corrects something said before (「已更正为…」, 「不是东十二舍，是西十二舍」, "changed
 #: to"): recall lets it overtake older units on the same matter (``recall._overtaken``).
 _UPDATE = re.compile(
-    r"更正|改为|改成|改到|更新为|更新成|调整为|调整到|换成|换到|变更为|推迟到|提前到|不再|说错|搞错|写错|不对|"
+    r"更正|改为|改成|改到|更新为|更新成|调整为|调整到|换成|换到|变更为|变为|变成|涨为|涨到|涨至|降为|降到|降至|"
+    r"推迟到|提前到|不再|说错|搞错|写错|不对|"
     r"升级[为至到]|已升级|已取消|取消了|作废|已结案|"
     r"(?i:\b(?:changed|updated|corrected|moved|rescheduled|postponed|instead|no longer|actually|cancel(?:l)?ed|"
     r"upgraded|switched)\b)"

@@ -355,3 +355,15 @@ def test_units_of_one_message_share_its_moment(acme, fake_ollama):
     weights = _rerank_weights("我们现在几点到酒店？", hits)
     assert len(set(weights.values())) == 1
     assert _rerank_weights("我们现在几点到酒店？", hits[::-1]) == weights
+
+
+def test_a_price_that_changed_overtakes_the_old_price(acme, fake_ollama):
+    """No rule keys a hotel's total price; 「总价变为…」 changes it, and the new total ranks above the old one."""
+    sid = open_session(acme, "hotel-price")["session_id"]
+    _talk(acme, fake_ollama, sid, "帮我订西湖边的酒店，住三晚", "已为您预订湖景大床房，共3晚，总价三千八百四十元。")
+    for user, agent in ZH_FILLER[:3]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    changed = "可以的。因为当晚房价上涨，总价变为四千零四十元，需要补差价二百元。"
+    _talk(acme, fake_ollama, sid, "能不能晚一天入住", changed)
+    found = _recall(acme, "hotel-price", "酒店总价是多少？")
+    assert _rank(found, "四千零四十元") < _rank(found, "三千八百四十元") < 99
