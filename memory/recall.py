@@ -544,10 +544,11 @@ def _names(memory: MemoryUnit, identifiers: list[str]) -> bool:
 def _overtaken(
     tenant: Tenant, units: list[MemoryUnit], *, about_now: bool, identifiers: list[str] | None = None
 ) -> dict[Any, Any]:
-    """Units a newer unit among ``units`` has overtaken, each with the newest that did: one that changes or
+    """Units a newer unit among ``units`` has overtaken, each with the one that did: a unit that changes or
     corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
-    about the present — any newer unit at least ``now_similarity`` similar. A unit naming an identifier the
-    query quotes is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's."""
+    about the present — any newer unit at least ``now_similarity`` similar. Where several did, one that
+    changes it comes before one merely newer, then the newest. A unit naming an identifier the query quotes
+    is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's."""
     knobs = tuning()
     updates = {u.pk for u in units if (u.data or {}).get("update")}
     if len(units) < 2 or not (updates or about_now):
@@ -558,15 +559,17 @@ def _overtaken(
         cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units]})
         pairs = cursor.fetchall()
     overtaken: dict[Any, Any] = {}
-    best: dict[Any, tuple[Any, float]] = {}
+    best: dict[Any, tuple[bool, Any, float]] = {}
     for older, newer, similarity in pairs:
         if older in naming and newer not in naming:
             continue
         by_update = newer in updates and similarity >= float(knobs["update_similarity"])
         if by_update or (about_now and similarity >= float(knobs["now_similarity"])):
-            # the newest overtaker; of units said at the same moment, the one most like the older unit
-            if older not in best or (created[newer], similarity) > best[older]:
-                overtaken[older], best[older] = newer, (created[newer], similarity)
+            # A unit that says it changes something succeeds the older one before any merely newer unit;
+            # then the newest; of units said at the same moment, the one most like the older unit.
+            rank = (by_update, created[newer], similarity)
+            if older not in best or rank > best[older]:
+                overtaken[older], best[older] = newer, rank
     return overtaken
 
 

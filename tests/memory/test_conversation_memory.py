@@ -367,3 +367,20 @@ def test_a_price_that_changed_overtakes_the_old_price(acme, fake_ollama):
     _talk(acme, fake_ollama, sid, "能不能晚一天入住", changed)
     found = _recall(acme, "hotel-price", "酒店总价是多少？")
     assert _rank(found, "四千零四十元") < _rank(found, "三千八百四十元") < 99
+
+
+def test_for_a_question_about_now_the_change_succeeds_the_old_value_before_later_talk(acme, fake_ollama):
+    """「最后」 asks about the present: the sentence that changed the total succeeds the old total, even though
+    the hotel came up again later in words as close to it."""
+    sid = open_session(acme, "hotel-final")["session_id"]
+    _talk(acme, fake_ollama, sid, "帮我订西湖边的酒店，住三晚", "已为您预订湖景大床房，共3晚，总价三千八百四十元。")
+    for user, agent in ZH_FILLER[:2]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    changed = "可以的，已为您改为晚一天入住，当晚房价上涨，总价变为四千零四十元，需要补差价二百元。"
+    _talk(acme, fake_ollama, sid, "能不能晚一天入住", changed)
+    for user, agent in ZH_FILLER[2:4]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    later = "酒店没有按订单安排湖景房，已为您退还三晚湖景房差价共六百元，并补偿一张五百元住宿券。"
+    _talk(acme, fake_ollama, sid, "酒店房间和订的不一样", later)
+    found = _recall(acme, "hotel-final", "那次酒店总价最后是多少？")
+    assert _rank(found, "四千零四十元") < _rank(found, "三千八百四十元")
