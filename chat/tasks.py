@@ -15,6 +15,11 @@ from chat.batches import BATCH_QUEUE, RUN_BATCH, run_batch
 from chat.retention import apply_retention_all
 from memory.tasks import HEALTH_QUEUE
 
+#: Ids of the batch jobs this process is running. A worker starved of CPU sends its heartbeat late, and its
+#: own watch for stalled jobs (``run_worker``) must never take one of these for a dead worker's and queue it
+#: again: the copy would find the items recorded by this run, stop, and end the job while this run goes on.
+RUNNING_JOBS: set[int] = set()
+
 APPLY_RETENTION = "chat.apply_retention"
 #: Hourly, at a minute of its own (away from the top of the hour, when other schedules crowd in).
 RETENTION_CRON = "17 * * * *"
@@ -29,9 +34,13 @@ RETENTION_CRON = "17 * * * *"
     retry=RetryStrategy(max_attempts=50, wait=2),
 )
 def run_batch_task(context: JobContext, tenant_id: str, task_id: str) -> str:
+    job_id = context.job.id
+    if job_id is not None:
+        RUNNING_JOBS.add(job_id)
     try:
         status = run_batch(tenant_id, task_id, should_stop=context.should_abort)
     finally:
+        RUNNING_JOBS.discard(job_id)
         # Sync jobs run on a pool thread of their own; leave no connection behind.
         connections.close_all()
     if status == "running":

@@ -3,16 +3,19 @@ in a new worker, without calling finished items again."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
 
+from chat.management.commands import run_worker
 from tests.factories import open_session
 from tests.tools.backend import Answer
 from tests.tools.conftest import register
@@ -152,3 +155,27 @@ def test_sigterm_stops_between_items_and_the_next_worker_resumes(acme, backend, 
     assert (stopped["completed"], stopped["status"], stopped["last_success_id"]) == (3, "running", "c2")
     assert (final["completed"], final["status"]) == (6, "done"), _logs(tmp_path) + _jobs()
     assert {f"c{i}": backend.calls_where("id", f"c{i}") for i in range(6)} == {f"c{i}": 1 for i in range(6)}
+
+
+class _Jobs:
+    """A job manager whose watch finds the given jobs stalled (their worker's heartbeat late)."""
+
+    def __init__(self, stalled: list[SimpleNamespace]) -> None:
+        self.stalled, self.retried = stalled, []
+
+    async def get_stalled_jobs(self, **kwargs: object) -> list[SimpleNamespace]:
+        return self.stalled
+
+    async def retry_job(self, job: SimpleNamespace) -> None:
+        self.retried.append(job.id)
+
+
+def test_a_job_this_worker_runs_is_never_taken_for_a_dead_worker_s(monkeypatch):
+    # given two batch jobs whose worker's heartbeat is late, one of them running in this process (starved of CPU)
+    monkeypatch.setattr(run_worker, "RUNNING_JOBS", {7})
+    jobs = _Jobs([SimpleNamespace(id=7, call_string="ours"), SimpleNamespace(id=8, call_string="a dead worker's")])
+    # when the watch looks for stalled jobs
+    count = asyncio.run(run_worker.recover_stalled_jobs(SimpleNamespace(job_manager=jobs), stalled_after=2))
+    # then only the other worker's job is queued again
+    assert jobs.retried == [8]
+    assert count == 1

@@ -45,6 +45,7 @@ from django.core.management.base import BaseCommand
 
 from chat import warmup
 from chat.batches import BATCH_QUEUE, RUN_BATCH
+from chat.tasks import RUNNING_JOBS
 from memory import writer
 from memory.conversation import SETTLE
 from memory.management.commands.index_messages import index_all_pending
@@ -58,12 +59,14 @@ LISTEN_WAIT_S = 30.0
 
 async def recover_stalled_jobs(app: Any, *, stalled_after: float) -> int:
     """Queue again the batch jobs of workers silent for ``stalled_after``
-    seconds; returns how many."""
-    jobs = await app.job_manager.get_stalled_jobs(task_name=RUN_BATCH, seconds_since_heartbeat=stalled_after)
+    seconds, never one this process is running (its heartbeat may only be
+    late); returns how many."""
+    stalled = await app.job_manager.get_stalled_jobs(task_name=RUN_BATCH, seconds_since_heartbeat=stalled_after)
+    jobs = [job for job in stalled if job.id not in RUNNING_JOBS]
     for job in jobs:
         await app.job_manager.retry_job(job)
         logger.warning("job %s (%s) of a dead worker is queued again", job.id, job.call_string)
-    return len(list(jobs))
+    return len(jobs)
 
 
 def sweep_unwritten_memory(settle: timedelta = SETTLE, *, one_pass: bool = False) -> int:
