@@ -73,6 +73,23 @@ UPDATE chat_message SET memory_indexed_at = %(now)s
 WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s) AND memory_indexed_at IS NULL
 RETURNING id
 """
+#: The transaction that writes conversation units commits without waiting for its WAL to reach the disk
+#: (PostgreSQL's asynchronous commit; the WAL writer flushes it within ``3 × wal_writer_delay``). A crash in
+#: that window loses the transaction whole — the units and their messages' marks together, never one without
+#: the other — and the sweep (``index_pending``) writes them again. Nothing is lost; the turns' own commits
+#: (the messages, the keyed facts) stay synchronous, and stop sharing each fsync with the units' larger WAL.
+_ASYNC_COMMIT_SQL = "SET LOCAL synchronous_commit TO off"
+
+
+def _mark(tenant: Tenant, ids: Sequence[Any]) -> set[Any]:
+    """Mark ``ids`` indexed (those not yet marked), the first write of the units' transaction, committed
+    asynchronously (``_ASYNC_COMMIT_SQL``); returns the ids it marked. Call inside the tenant's scope."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ASYNC_COMMIT_SQL)
+        cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": list(ids), "now": timezone.now()})
+        return {row[0] for row in cursor.fetchall()}
+
+
 #: Stateful keys whose fact simply runs out of its lifetime without becoming untrue (a phone number not
 #: repeated for a month): only a different current value makes a unit stating them stale. For the other
 #: stateful keys (a coupon, a callback, a pickup slot) the fact's end is the value's end.
@@ -303,9 +320,7 @@ def index_messages(
     with tenant_scope(tenant):
         # Marked first, in the transaction that writes the units: a concurrent writer of the same messages
         # waits on the rows and then finds them marked; a failure below rolls the marks back with the units.
-        with connection.cursor() as cursor:
-            cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": ids, "now": timezone.now()})
-            pending = {row[0] for row in cursor.fetchall()}
+        pending = _mark(tenant, ids)
         if not memory_enabled_for_session(tenant, session):
             # Memory is off for this end user (memory.consent): the messages are marked with no units, so
             # what was said meanwhile is not remembered later either (nor retried by the sweep).
@@ -451,10 +466,7 @@ def _write_turns(tenant: Tenant, wanted: set[tuple[str, str]]) -> int:
         rows = _announced_messages(tenant, wanted)
         if not rows:
             return 0
-        with connection.cursor() as cursor:
-            ids = [m.pk for m in rows if m.role in INDEXED_ROLES]
-            cursor.execute(_MARK_SQL, {"tenant": tenant.pk, "ids": ids, "now": timezone.now()})
-            pending = {row[0] for row in cursor.fetchall()}
+        pending = _mark(tenant, [m.pk for m in rows if m.role in INDEXED_ROLES])
         by_session: dict[Any, list[Message]] = {}
         for message in rows:
             by_session.setdefault(message.session_id, []).append(message)

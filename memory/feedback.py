@@ -24,19 +24,29 @@ _COUNTERS = {"used": "use_count", "ignored": "ignore_count", "misled": "mislead_
 
 
 #: One relevance event for several memories in one statement: the rows are locked and their scores read
-#: (``old``), updated with the arithmetic in SQL (so concurrent events add up), and each gets its audit
-#: event with the score before and after. Two WITH items (``feedback_updated``, ``feedback_events``) that
-#: ``apply_feedback`` runs on their own and a chat turn inside the statement that stores its reply
-#: (``feedback_sql``). ``{counter}`` is one of ``_COUNTERS``' column names.
+#: (``feedback_old``), updated with the arithmetic in SQL (so concurrent events add up), and each gets its
+#: audit event with the score before and after. Three WITH items (``feedback_old``, ``feedback_updated``,
+#: ``feedback_events``) that ``apply_feedback`` runs on their own and a chat turn inside the statement that
+#: stores its reply (``feedback_sql``). ``{counter}`` is one of ``_COUNTERS``' column names.
+#:
+#: Both scans name the ids (``id = ANY``): the update finds its rows by the primary key, not through a join
+#: whose order the planner picks from the table's statistics. Joined to the locked rows instead
+#: (``UPDATE … FROM (SELECT … FOR UPDATE) old WHERE m.id = old.id``), the statement that stores a reply and
+#: carries this feedback ran CPU-bound for 100–800 ms in some runs of the chat load on a table grown since its
+#: last ANALYZE, while PostgreSQL counted tens of thousands of scans of the tenant's index, each reading every
+#: memory of the tenant (bench/RESULTS.md, "Cost on the chat load"). The locked rows are MATERIALIZED: read
+#: once, before the update, whatever the plan.
 _FEEDBACK_ITEMS = """
-feedback_updated AS (
+feedback_old AS MATERIALIZED (
+    SELECT id, relevance_score FROM memory_memoryunit
+    WHERE tenant_id = %(tenant)s AND id = ANY(%(fb_ids)s) FOR UPDATE
+), feedback_updated AS (
     UPDATE memory_memoryunit m
     SET relevance_score = LEAST(%(fb_max)s, GREATEST(%(fb_min)s, m.relevance_score + %(fb_delta)s)),
         {counter} = m.{counter} + 1
-    FROM (SELECT id, relevance_score FROM memory_memoryunit
-          WHERE tenant_id = %(tenant)s AND id = ANY(%(fb_ids)s) FOR UPDATE) old
-    WHERE m.tenant_id = %(tenant)s AND m.id = old.id
-    RETURNING m.id, m.end_user_id, old.relevance_score AS before, m.relevance_score AS after
+    WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(fb_ids)s) AND m.id IN (SELECT id FROM feedback_old)
+    RETURNING m.id, m.end_user_id, (SELECT o.relevance_score FROM feedback_old o WHERE o.id = m.id) AS before,
+              m.relevance_score AS after
 ), feedback_events AS (
     INSERT INTO memory_memoryevent (tenant_id, end_user_id, memory_id, kind, actor, actor_user_id, before, after,
                                     note, created_at)

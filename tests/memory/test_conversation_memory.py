@@ -232,6 +232,41 @@ def test_a_turn_killed_after_its_reply_loses_no_memory_once_the_worker_sweeps(ac
     assert all(m.memory_indexed_at is not None for m in _messages(acme, sid))
 
 
+def test_the_units_commit_asynchronously_and_what_follows_on_the_connection_stays_durable(acme, fake_ollama, settings):
+    """The units' transaction commits without waiting for the disk (a crash loses it whole, and the sweep
+    writes it again); the setting ends with it, so the next transaction on the connection — a turn's
+    message — is durable again."""
+    from conversations.models import ChatSession
+    from memory.conversation import index_messages
+    from tenants.rls import tenant_scope
+
+    settings.MEMORY_WRITER = "off"  # the turn leaves its messages to index
+    sid = open_session(acme, "ines")["session_id"]
+    fake_ollama.script(Reply(text="Noted."))
+    response = acme.client.post(f"/api/v1/sessions/{sid}/messages", {"text": "My locker code is 4471."}, format="json")
+    assert response.status_code == 200, response.content
+    seen: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        seen.append(sql)
+        if "UPDATE chat_message SET memory_indexed_at" in sql:  # the mark, inside the units' transaction
+            with context["connection"].cursor() as cursor:
+                cursor.execute("SHOW synchronous_commit")
+                seen.append(f"synchronous_commit={cursor.fetchone()[0]}")
+        return execute(sql, params, many, context)
+
+    with tenant_scope(acme.tenant):
+        session = ChatSession.objects.for_tenant(acme.tenant).get(pk=sid)
+    stored = _messages(acme, sid)
+    with connection.execute_wrapper(record):
+        index_messages(acme.tenant, session, stored)
+    assert "synchronous_commit=off" in seen
+    assert _found(_recall(acme, "ines", "What is my locker code?"), "4471")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+
+
 def _rank(memories: list[dict[str, Any]], needle: str) -> int:
     return next((i for i, m in enumerate(memories) if needle in m["content"]), 99)
 
