@@ -653,7 +653,7 @@ def seed_comparison(base: str, key: str, fake: Any) -> list[dict[str, Any]]:
     """S20: our prompt vs the raw history, at turns 10, 30 and 50."""
     import httpx
 
-    from chat.tokens import count_messages
+    from chat.prompt.tokens import count_messages
 
     headers = {"Authorization": f"Bearer {key}"}
     sid = httpx.post(base + "/api/v1/sessions", json={"end_user_id": "zhangwei"}, headers=headers).json()["session_id"]

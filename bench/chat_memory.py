@@ -1,14 +1,16 @@
 """Long-term memory measured on the path users run: conversations enter through the chat turn, questions are
 asked where a returning customer's are answered.
 
-- **Ingest**: every dialogue turn goes through ``chat.turn.run_turn`` — the function the WebSocket consumer
+- **Ingest**: every dialogue turn goes through ``chat.turn.run.run_turn`` — the function the WebSocket consumer
   and the REST endpoint call — against the fake Ollama (``testkit.fake_ollama.FakeOllama``, a real HTTP server on
   127.0.0.1, in this process), whose reply to each turn is the dataset's agent turn (a short acknowledgement
   that carries no fact where the dataset has none). Per dialogue: a tenant set up as the other benchmarks do
   (rate limits raised so no turn is refused), one end user, one chat session per dialogue session, opened with
-  ``chat.sessions.do_open_session`` (what ``POST /v1/sessions`` calls). A dataset turn is mapped to the message
+  ``chat.sessions.lifecycle.do_open_session`` (what ``POST /v1/sessions`` calls). A dataset turn is mapped to the
+  message
   it became: ``TurnResult.message_id`` (the user's message) and ``TurnResult.reply_id`` (the agent's reply).
-- **Recall**: each question through ``memory.recall.recall(…, k=10, record=False)`` in a NEW session of the same
+- **Recall**: each question through ``memory.recall.pipeline.recall(…, k=10, record=False)`` in a NEW session of the
+same
   end user (what a returning customer gets); a hit counts for the turn of its ``memory.source_message_id``
   (a memory without a source message, or from a message that is no dataset turn, counts for none).
   ``record=False`` so no question changes what the next one finds; the chat turn calls it that way too.
@@ -17,7 +19,7 @@ asked where a returning customer's are answered.
   least one of them in the top 5. With ``stale_turns``: *stale served* — the share of those questions where a
   stale turn is in the top 5 ranked above every answer turn (or no answer turn is in the top 5).
 - **Baseline**: Okapi BM25 with the product's k1 and b (``bench/retrieval.py``) over the raw dataset turns of
-  the same end user, tokenised as ``memory.text`` does (``segment`` for turns, ``query_terms`` for questions).
+  the same end user, tokenised as ``memory.text.language`` does (``segment`` for turns, ``query_terms`` for questions).
 - **Storage**: rows of ``memory_memoryunit``, ``memory_memoryevent`` and ``chat_message`` of this run's
   tenants, with ``sum(pg_column_size(row))`` (row data as stored, compressed values compressed, no indexes),
   and the growth of ``pg_total_relation_size`` (heap, TOAST and indexes; the database is this run's alone), per
@@ -102,8 +104,8 @@ import synthetic  # noqa: E402
 DB_NAME = "memdesk_bench_chat_memory"
 ZH_CS_DATA = common.BENCH_DIR / "data" / "zh_cs_memory.json"
 PATH_MEASURED = (
-    "ingest: chat.turn.run_turn with the fake model answering; "
-    "recall: memory.recall.recall(k=10) in a new session of the same end user"
+    "ingest: chat.turn.run.run_turn with the fake model answering; "
+    "recall: memory.recall.pipeline.recall(k=10) in a new session of the same end user"
 )
 KS = (1, 5, 10)
 RECALL_K = 10
@@ -481,7 +483,7 @@ def open_session(tenant: Any, end_user: str, metadata: dict[str, Any]) -> Any:
 
 
 async def _ingest(ing: Ingested, sessions: list[Any], fake: FakeModel, llm: Any, progress: Callable[[], None]) -> None:
-    from chat.turn import run_turn
+    from chat.turn.run import run_turn
 
     dialogue = ing.dialogue
     for session, dsession in zip(sessions, dialogue.sessions, strict=True):
@@ -541,7 +543,7 @@ def ingest(dataset: Dataset, fake_host: str, fake: FakeModel) -> list[Ingested]:
     from django.conf import settings
 
     from chat.llm import OllamaChat
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
     from memory.models import MemoryType
 
     tenants: dict[str, Any] = {}
@@ -649,7 +651,7 @@ class Asked:
 def ask(dataset: Dataset, ingested: list[Ingested]) -> Asked:
     """Every question through ``recall`` in a new session of its dialogue's end user, in ``dataset.asked``
     order (timed one by one; one untimed recall first in each new session)."""
-    from memory.recall import recall
+    from memory.recall.pipeline import recall
 
     sessions = []
     for ing in ingested:
@@ -972,7 +974,7 @@ def main() -> None:
     with FakeOllama(default_reply=fake) as server:
         settings.OLLAMA_HOST = server.host  # what chat.llm.get_llm() would use too
         # Each turn's conversation units are written by the turn itself ("inline"): the same
-        # memory.conversation.index_messages the background worker runs by default, without a second process
+        # memory.conversation.units.index_messages the background worker runs by default, without a second process
         # to wait for before the questions.
         settings.MEMORY_WRITER = "inline"
         clear_context_cache()
@@ -981,7 +983,7 @@ def main() -> None:
             # loads the tokenizer, jieba and the encoders (seconds).
             ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
             before = relation_bytes()
-            common.log("ingest through chat.turn.run_turn")
+            common.log("ingest through chat.turn.run.run_turn")
             ingested = ingest(dataset, server.host, fake)
         show_requests = len(server.show_requests)
     if manifest is not None:
@@ -999,7 +1001,7 @@ def main() -> None:
     reply_ms = [x for i in ingested for x in i.reply_ms]
     after_ms = [x for i in ingested for x in i.after_ms]
 
-    common.log("questions through memory.recall.recall in a new session of each end user")
+    common.log("questions through memory.recall.pipeline.recall in a new session of each end user")
     asked = ask(dataset, ingested)
     baseline = bm25_baseline(dataset)
     recall_summary, bm25_summary = asked.scores.summary(), baseline.summary()

@@ -115,7 +115,7 @@ def make_tenant(slug: str, *, language: str = "zh", settings: dict[str, Any] | N
 
 def open_session(tenant: Any, end_user: str, metadata: dict[str, Any] | None = None) -> Any:
     """A chat session of ``end_user`` opened by the product's own service, as the REST API opens one."""
-    from chat.sessions import do_open_session
+    from chat.sessions.lifecycle import do_open_session
     from tenants.rls import tenant_scope
 
     with tenant_scope(tenant):

@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.compression import compress, entities  # noqa: E402
+from memory.text.compression import compress, entities  # noqa: E402
 
 LIMIT = 150
 LOCOMO = Path(os.environ.get("LOCOMO_PATH", "/work/shared/bench/locomo10.json"))

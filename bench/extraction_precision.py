@@ -2,15 +2,16 @@
 
 Data: ``bench/data/extraction_labels.json`` — Chinese and English messages of the user and the agent (venues,
 couriers, hotlines, relatives, companies, quoted numbers, corrections, and the Chinese customer-service facts of
-``memory.rules_cs``), each labelled with every keyed fact it should yield for the scored keys and whose it is.
+``memory.extraction.service``), each labelled with every keyed fact it should yield for the scored keys and whose it is.
 
 A predicted fact is correct when its key and normalised value (:func:`normalise`) match a label of the same
 message. Two extractors run on the same set:
 
-- ``new``: ``memory.rules.extract_facts`` as it is in the working tree;
-- ``original``: ``memory/rules.py`` as it was before the ownership rule — by default the newest commit whose
-  ``memory/rules.py`` has no ``disowned_keys`` (``--baseline REV`` to choose another), loaded from a temporary
-  file with importlib under another module name. It imports ``memory.compression`` and ``memory.redaction``
+- ``new``: ``memory.extraction.rules.extract_facts`` as it is in the working tree;
+- ``original``: ``memory/extraction/rules.py`` as it was before the ownership rule — by default the newest commit whose
+  ``memory/extraction/rules.py`` has no ``disowned_keys`` (``--baseline REV`` to choose another), loaded from a
+  temporary
+  file with importlib under another module name. It imports ``memory.text.compression`` and ``memory.text.redaction``
   from the working tree.
 
 Run from the repository root: ``.venv/bin/python bench/extraction_precision.py`` (a few seconds; jieba loads its
@@ -18,7 +19,7 @@ dictionary once). Prints a Markdown table and writes ``bench/out/extraction_prec
 each wrong or missed fact of the new code. ``--data PATH`` scores another labelled file of the same schema (e.g.
 the held-out ``bench/data/extraction_labels_holdout.json``); its result then goes to
 ``bench/out/extraction_precision_<stem>.json`` (the stem less ``extraction_labels_``) unless ``--out NAME`` names
-another ``bench/out/NAME.json``. No Django settings needed: ``memory.rules`` is pure.
+another ``bench/out/NAME.json``. No Django settings needed: ``memory.extraction.rules`` is pure.
 """
 
 from __future__ import annotations
@@ -87,21 +88,45 @@ def normalise(key: str, value: str) -> str:
     return re.sub(r"[\s,，]", "", value).casefold()
 
 
+#: Where the rules live now, and where they lived before the package layout (``git log --follow`` bridges the two).
+RULES_PATH = "memory/extraction/rules.py"
+#: The modules an older ``memory/rules.py`` imports, by their names today.
+_MOVED_MODULES = {"memory.compression": "memory.text.compression", "memory.redaction": "memory.text.redaction"}
+
+
 def baseline_revision() -> str:
-    """The newest commit whose memory/rules.py predates the ownership rule (has no ``disowned_keys``)."""
-    command = ["git", "log", "--format=%H", "--", "memory/rules.py"]
-    log = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-    for sha in log.stdout.split():
-        source = git_show(sha)
+    """The newest commit whose rules predate the ownership rule (have no ``disowned_keys``)."""
+    for sha, path in _history():
+        source = git_show(sha, path)
         if "def disowned_keys" not in source:
             return sha
-    raise SystemExit("no commit of memory/rules.py without disowned_keys")
+    raise SystemExit(f"no commit of {RULES_PATH} without disowned_keys")
 
 
-def git_show(revision: str) -> str:
-    return subprocess.run(
-        ["git", "show", f"{revision}:memory/rules.py"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+def _history() -> list[tuple[str, str]]:
+    """``(commit, path of the rules at that commit)``, newest first, across the move into ``memory/extraction``."""
+    command = ["git", "log", "--follow", "--format=%H", "--name-only", "--", RULES_PATH]
+    log = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    lines = [line for line in log.stdout.splitlines() if line.strip()]
+    return list(zip(lines[::2], lines[1::2], strict=True))
+
+
+def _path_at(revision: str) -> str:
+    for path in (RULES_PATH, "memory/rules.py"):
+        found = subprocess.run(["git", "cat-file", "-e", f"{revision}:{path}"], cwd=REPO_ROOT, capture_output=True)
+        if found.returncode == 0:
+            return path
+    raise SystemExit(f"{revision} has no rules module")
+
+
+def git_show(revision: str, path: str | None = None) -> str:
+    path = path or _path_at(revision)
+    source = subprocess.run(
+        ["git", "show", f"{revision}:{path}"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     ).stdout
+    for old, new in _MOVED_MODULES.items():
+        source = re.sub(rf"\b{re.escape(old)}\b", new, source)
+    return source
 
 
 def load_original(revision: str, workdir: Path) -> ModuleType:
@@ -164,7 +189,9 @@ def _fmt(value: float | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", help="git revision of the original memory/rules.py (default: see docstring)")
+    parser.add_argument(
+        "--baseline", help="git revision of the original memory/extraction/rules.py (default: see docstring)"
+    )
     parser.add_argument("--errors", action="store_true", help="list the new code's wrong and missed facts")
     parser.add_argument("--data", type=Path, default=LABELS, help=f"labelled messages (default: {_rel(LABELS)})")
     parser.add_argument("--out", help="result name, written to bench/out/NAME.json (default: see docstring)")
@@ -176,7 +203,7 @@ def main() -> None:
         else "extraction_precision_" + data.stem.removeprefix("extraction_labels_")
     )
 
-    from memory.rules import extract_facts
+    from memory.extraction.rules import extract_facts
 
     labels = json.loads(data.read_text())
     items, now = labels["items"], datetime.fromisoformat(labels["now"])

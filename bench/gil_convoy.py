@@ -41,7 +41,7 @@ def spin(stop: threading.Event, counter: list[int]) -> None:
 
 
 def measure(model: str, n: int) -> dict[str, Any]:
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     for _ in range(10):  # load and warm
         embeddings.embed_one(TEXT, model=model, kind="query")
@@ -87,7 +87,7 @@ def main() -> int:
     import django
 
     django.setup()
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     if args.switch_ms is not None:
         sys.setswitchinterval(args.switch_ms / 1000)

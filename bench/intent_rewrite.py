@@ -1,7 +1,7 @@
 """Query intent rewrite (S7): the regex table alone against the table plus the embedding classifier.
 
 On ``bench/data/vague_queries.json`` (vague customer-service queries, zh and en, each labelled with the intent of
-``memory.rewrite`` it stands for, or ``"none"`` where the query must stay unchanged):
+``memory.recall.rewrite`` it stands for, or ``"none"`` where the query must stay unchanged):
 
 - **right intent**: the share of intent queries rewritten to their labelled intent, with ``rewrite_query`` (the
   table) and with ``rewrite_by_embedding`` (the table first, then the nearest labelled example of
@@ -83,8 +83,8 @@ def time_rewrite(
     """Per query the table leaves alone: the median time of embedding it (what recall did before), of the
     classification step alone (the product with the examples), and of ``rewrite_and_embed`` minus the plain
     embedding, measured alternately so that a busy moment of the machine weighs on both alike."""
-    from memory import embeddings
-    from memory.rewrite import classify_intent, rewrite_and_embed
+    from memory.embeddings import models as embeddings
+    from memory.recall.rewrite import classify_intent, rewrite_and_embed
 
     plain_ms, classify_ms, added_ms = [], [], []
     for query, tab, intent in zip(subset, table, combined, strict=True):
@@ -122,8 +122,8 @@ def main() -> None:
     import django
 
     django.setup()
-    from memory.rewrite import classify_intent, intent_models, rewrite_by_embedding, rewrite_query
-    from memory.text import detect_language
+    from memory.recall.rewrite import classify_intent, intent_models, rewrite_by_embedding, rewrite_query
+    from memory.text.language import detect_language
 
     queries = load(args.data)
     results: dict[str, Any] = {"machine": common.machine_info(with_db=False), "git": common.git_state()}

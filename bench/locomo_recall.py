@@ -3,7 +3,7 @@ an UPPER BOUND, not the product's figure.
 
 UPPER BOUND: both modes write the LoCoMo turns straight into the store (``do_write_memory``, with batch embeddings
 and the dataset's own dates): no user's conversation does this; the product's figure is ``bench/chat_memory.py``
-(turns sent through ``chat.turn.run_turn``, questions recalled in a new session of the same end user). What
+(turns sent through ``chat.turn.run.run_turn``, questions recalled in a new session of the same end user). What
 this benchmark measures is recall over an ideal store, and what its fusion knobs are tuned on.
 
 Data: ``/work/shared/bench/locomo10.json`` — LoCoMo (Maharana et al., "Evaluating Very Long-Term Conversational
@@ -12,16 +12,17 @@ licensed CC BY-NC 4.0: non-commercial evaluation use only; not shipped with the 
 
 For each conversation: one tenant, one end user, one session.
 
-- ``turns`` mode: every turn stored through ``memory.store.do_write_memory`` as ``fact_reference`` memories,
+- ``turns`` mode: every turn stored through ``memory.store.write.do_write_memory`` as ``fact_reference`` memories,
   content "Speaker: text" (a shared photo's caption appended as "[shared a photo: …]"); a turn longer than 150
   characters is split into units of at most 150 characters at sentence boundaries (then clause, then word
   boundaries — every word is kept; never ``text[:n]``), each unit carrying ``data={"dia_id": …, "date": …}``.
   Embeddings are computed in batches and passed to ``do_write_memory(embedding=…)``.
 - ``pipeline`` mode: every turn stored as a ``chat.models.Message`` (role user) and run through
-  ``memory.extraction.extract_and_store`` (rules, compression, upserts, topic switches), plus the turn memories
+  ``memory.extraction.run.extract_and_store`` (rules, compression, upserts, topic switches), plus the turn memories
   of ``turns`` mode — what the product would hold. An extracted memory counts for the turn of its source message.
 
-Each QA item's question goes through ``memory.recall.recall(…, k=10)``; evidence recall@k is the fraction of the
+Each QA item's question goes through ``memory.recall.pipeline.recall(…, k=10)``; evidence recall@k is the fraction of
+the
 item's evidence turns among the top-k memories' turns. Categories 1–4 together and per category; 5 (adversarial)
 separately. Baselines over the raw turns ("Speaker: text"), on the product's tokens and parameters
 (``bench/retrieval.py``): BM25, MiniLM cosine, and their fusion as recall fuses. The fusion knobs
@@ -205,7 +206,7 @@ def turn_units(turn: Turn, long_mode: str) -> list[str]:
     if len(prefix) + len(turn.text) <= UNIT_LIMIT:
         return [prefix + turn.text]
     if long_mode == "compress":
-        from memory.compression import compress
+        from memory.text.compression import compress
 
         return [compress(prefix + turn.text, limit=UNIT_LIMIT, language="en")]
     return [prefix + unit for unit in split_units(turn.text, UNIT_LIMIT - len(prefix))]
@@ -232,7 +233,7 @@ def open_store(slug: str, conv: Conversation) -> Store:
 
 
 def write_turn_units(store: Store, units: list[tuple[Turn, str]], vectors: Any) -> None:
-    from memory import store as memory_store
+    from memory.store import write as memory_store
 
     # The conversation each unit came from, as the product's extraction passes it: the turn before and the
     # unit's own whole turn (a long turn's units share it).
@@ -250,7 +251,7 @@ def write_turn_units(store: Store, units: list[tuple[Turn, str]], vectors: Any) 
 
 
 def ingest_turns(conv: Conversation, long_mode: str, slug: str) -> tuple[Store, list[tuple[Turn, str]], Any, float]:
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     store = open_store(slug, conv)
     units = [(turn, unit) for turn in conv.turns for unit in turn_units(turn, long_mode)]
@@ -274,7 +275,7 @@ def ingest_pipeline(
     """Messages through ``extract_and_store``, then the same turn units (their embeddings are reused; the
     batch-embedding time measured in turns mode is added to this mode's ingest time)."""
     from conversations.models import Message
-    from memory.extraction import extract_and_store
+    from memory.extraction.run import extract_and_store
     from memory.models import MemoryUnit
     from tenants.rls import tenant_scope
 
@@ -366,7 +367,7 @@ def scorable(conv: Conversation) -> list[QA]:
 def run_baselines(convs: list[Conversation], qvecs: dict[str, Any]) -> dict[str, Scores]:
     import numpy as np
 
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     out = {"bm25": Scores(), "minilm": Scores(), "rrf": Scores()}
     for conv in convs:
@@ -394,10 +395,10 @@ class QueryCache:
         self.vectors: dict[tuple[str, str], str] = {}
 
     def prefill(self, tenant: Any, questions: list[str]) -> None:
-        from memory import embeddings
+        from memory.embeddings import models as embeddings
         from memory.models import MemoryType
-        from memory.recall import _vector_literal
-        from memory.rewrite import rewrite_query
+        from memory.recall.pipeline import _vector_literal
+        from memory.recall.rewrite import rewrite_query
 
         for model in embeddings.models_for(tenant, MemoryType.values):
             todo = [
@@ -410,10 +411,10 @@ class QueryCache:
         """A ``QueryEmbedding`` already done, as ``recall`` gets one from ``embed_query_soon``."""
         from concurrent.futures import Future
 
-        from memory import embeddings
+        from memory.embeddings import models as embeddings
         from memory.models import MemoryType
-        from memory.recall import QueryEmbedding
-        from memory.rewrite import rewrite_query
+        from memory.recall.pipeline import QueryEmbedding
+        from memory.recall.rewrite import rewrite_query
 
         rewritten = rewrite_query(question).text
         models = embeddings.models_for(tenant, MemoryType.values)
@@ -431,12 +432,12 @@ def run_recall(
     on_result: Any = None,
     queries: QueryCache | None = None,
 ) -> tuple[Scores, dict[str, Any]]:
-    """Every scorable question of ``stores`` through ``memory.recall.recall(…, k=10)`` with
+    """Every scorable question of ``stores`` through ``memory.recall.pipeline.recall(…, k=10)`` with
     ``settings.MEMDESK_RECALL = tuning`` (``None``: the product's default); ``queries``: embeddings computed
     beforehand; ``on_result(store, question, result, trace)`` sees recall's trace (per-leg candidates)."""
     from django.conf import settings
 
-    from memory.recall import recall
+    from memory.recall.pipeline import recall
 
     previous = getattr(settings, "MEMDESK_RECALL", None)
     if tuning is not None:
@@ -499,9 +500,9 @@ def main() -> None:
     started = time.perf_counter()
 
     common.setup_django(DB_NAME, fresh=True)
-    from memory import embeddings
-    from memory.recall import DEFAULT_TUNING
-    from memory.rewrite import rewrite_query
+    from memory.embeddings import models as embeddings
+    from memory.recall.pipeline import DEFAULT_TUNING
+    from memory.recall.rewrite import rewrite_query
 
     embeddings.embed(["warm up"])
     convs = load_conversations(args.conversations, args.max_questions or None)

@@ -1,4 +1,4 @@
-"""Mood detection: precision, recall and F1 of ``memory.mood.detect_mood`` on hand-labelled messages.
+"""Mood detection: precision, recall and F1 of ``memory.text.mood.detect_mood`` on hand-labelled messages.
 
 Data: ``bench/data/mood_labels.json`` — Chinese and English customer messages, each labelled ``negative`` (the
 user is upset, worried or dissatisfied: a care memory would help the reply) or not, with a ``kind`` naming the
@@ -24,7 +24,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
-from memory.mood import detect_mood  # noqa: E402
+from memory.text.mood import detect_mood  # noqa: E402
 
 LABELS = BENCH_DIR / "data" / "mood_labels.json"
 

@@ -8,11 +8,11 @@ replacement history (superseded rows), lifetimes from 1 hour to a year over a 30
 is expired at the query time. Memories per end user are skewed (log-normal), as real traffic is. The texts come from
 ``bench/synthetic.py`` (``random_memory``, ``make_query``), seeded by ``--seed``.
 
-Embeddings: real all-MiniLM-L6-v2 vectors (``memory.embeddings.embed``, batched) of a pool of ``--pool``
+Embeddings: real all-MiniLM-L6-v2 vectors (``memory.embeddings.models.embed``, batched) of a pool of ``--pool``
 distinct texts; every memory's content IS one of those texts (so each stored vector is the true embedding of
 its content); each text is reused by several end users. Rows are bulk-loaded (COPY into a staging table, then
 ``INSERT … SELECT`` as the app role under the explicit RLS operator bypass). Every recall measured goes through
-``memory.recall.recall`` (the product's one implementation).
+``memory.recall.pipeline.recall`` (the product's one implementation).
 
 Usage (from the repository root)::
 
@@ -58,14 +58,14 @@ ZH_MODEL: str | None = None
 
 
 def tenant_model(tenant: Any) -> str:
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     return embeddings.model_for(tenant, "fact_reference")
 
 
 def zh_model() -> str:
     """The Chinese tenants' model: ``--zh-model``, else the product's default for Chinese tenants."""
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     return ZH_MODEL or embeddings.LANGUAGE_DEFAULTS.get("zh", MODEL)
 
@@ -145,7 +145,7 @@ def build_tenants_and_users(rng: random.Random, tag: str) -> list[User]:
             sessions.append(current)
             user_lang = lang if rng.random() < 0.85 else ("en" if lang == "zh" else "zh")
             users.append(User(tenant, eu.id, current, old.id if old else None, user_lang, rng.lognormvariate(0, 1.0)))
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
     from memory.models import MemoryType
 
     for tenant in {u.tenant.pk: u.tenant for u in users}.values():
@@ -173,9 +173,9 @@ def common_now() -> datetime:
 
 def build_pool(rng: random.Random, size: int) -> World:
     """``size`` distinct texts per (type, keyed, language) in proportion, embedded for real."""
-    from memory import embeddings
-    from memory.indexing import search_fields
-    from memory.recall import _vector_literal
+    from memory.embeddings import models as embeddings
+    from memory.recall.pipeline import _vector_literal
+    from memory.store.indexing import search_fields
 
     g = Gen(rng)
     world = World()
@@ -337,8 +337,8 @@ def check_hit(memory: Any, user: User, as_of: datetime) -> list[str]:
 
 
 def visible_count(user: User, as_of: datetime) -> int:
-    from memory.fetch import scope_q, valid_q
     from memory.models import MemoryUnit
+    from memory.store.read import scope_q, valid_q
     from tenants.rls import tenant_scope
 
     with tenant_scope(user.tenant):
@@ -348,7 +348,7 @@ def visible_count(user: User, as_of: datetime) -> int:
 def run_queries(rng: random.Random, world: World, n: int, label: str) -> dict[str, Any]:
     from django.utils import timezone
 
-    from memory.recall import recall
+    from memory.recall.pipeline import recall
 
     g = Gen(rng)
     load_before = os.getloadavg()[0]
@@ -428,7 +428,7 @@ def heavy_user_queries(rng: random.Random, world: World, users: list[User], n: i
     """The same, for the end users with the most memories (the tail a uniform sample rarely hits)."""
     from django.utils import timezone
 
-    from memory.recall import recall
+    from memory.recall.pipeline import recall
 
     g = Gen(rng)
     totals, no_embed, violations = [], [], 0
@@ -476,9 +476,9 @@ def table_counts() -> dict[str, Any]:
 
 
 def candidate_sql_for(user: User, query: str, as_of: datetime) -> tuple[str, Any]:
-    """The exact candidate SQL and parameters ``memory.recall.recall`` runs for this query (from recall's own
+    """The exact candidate SQL and parameters ``memory.recall.pipeline.recall`` runs for this query (from recall's own
     ``trace``, so the plan shown is the plan of the product's query, whatever its current shape)."""
-    from memory.recall import recall
+    from memory.recall.pipeline import recall
 
     trace: dict[str, Any] = {}
     recall(user.tenant, user.session, query, as_of=as_of, k=5, record=False, trace=trace)
@@ -515,8 +515,8 @@ def hnsw_experiment(rng: random.Random, world: World, heavy: list[User], n_users
     from django.db import connection
     from django.utils import timezone
 
-    from memory import embeddings
-    from memory.recall import _vector_literal
+    from memory.embeddings import models as embeddings
+    from memory.recall.pipeline import _vector_literal
     from tenants.rls import tenant_scope
 
     out: dict[str, Any] = {}
@@ -608,7 +608,7 @@ class IngestClock:
 
     def embed(self, texts: list[PoolText]) -> list[Any]:
         """The passage embeddings the write path would compute for ``texts``: one ``embed()`` per model."""
-        from memory import embeddings
+        from memory.embeddings import models as embeddings
 
         start = time.perf_counter()
         out: list[Any] = [None] * len(texts)
@@ -652,8 +652,8 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     """Write rate per process, with the embedding, on a fresh tenant with 5 open sessions; ``n`` new memories
     per path, each path with its own texts (60% unkeyed, 40% keyed, so keyed ones replace earlier values):
 
-    - ``inline``: one ``memory.store.do_write_memory`` call per memory (its own transaction and embedding);
-    - ``batch_<B>``: ``memory.store.write_memories`` with ``B`` items of one session per call (one
+    - ``inline``: one ``memory.store.write.do_write_memory`` call per memory (its own transaction and embedding);
+    - ``batch_<B>``: ``memory.store.write.write_memories`` with ``B`` items of one session per call (one
       ``embed()`` call and one transaction per batch; extraction writes a message's facts this way);
     - ``repeat``: ``n // 5`` live keyed facts written again unchanged through ``do_write_memory`` (a
       confirmation: lookup and update, no embedding).
@@ -662,8 +662,8 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
     call (validation, jieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and
     ``postgres_cpu_ms`` are the CPU time of this process and of its PostgreSQL backend per memory: the cost of
     a write, which other jobs on a shared machine change much less than they change the wall-clock rate."""
-    from memory import store
     from memory.models import MemoryUnit
+    from memory.store import write as store
     from tenants.rls import tenant_scope
 
     g = Gen(random.Random(99))
@@ -873,7 +873,7 @@ def main() -> None:
 
     started = time.perf_counter()
     common.setup_django(DB_NAME, fresh=True)
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     embeddings.embed(["warm up"])
     rng = random.Random(args.seed)

@@ -1,9 +1,9 @@
 """The benchmarks' one lexical baseline and one fusion, on the product's parameters and tokens.
 
 The product ranks memories with BM25 computed in SQL and fuses its vector and lexical legs by weighted
-reciprocal rank (``memory/recall.py``). A baseline over a dataset's raw turns needs the same in Python: k1 and
-b, the fusion's ``rrf_k``, weights and candidate depth come from ``memory.recall.DEFAULT_TUNING``, and the
-tokens from ``memory.text`` (jieba segments for Chinese, lower-case words otherwise; a question's distinct
+reciprocal rank (``memory/recall/pipeline.py``). A baseline over a dataset's raw turns needs the same in Python: k1 and
+b, the fusion's ``rrf_k``, weights and candidate depth come from ``memory.recall.pipeline.DEFAULT_TUNING``, and the
+tokens from ``memory.text.language`` (jieba segments for Chinese, lower-case words otherwise; a question's distinct
 terms without stop words), so that a baseline moves when the product's parameters do and no benchmark keeps
 a second copy of them. Django must be set up before these are called (the parameters live in a Django app).
 """
@@ -18,21 +18,21 @@ from typing import Any
 
 def product_tuning() -> dict[str, float]:
     """The product's default recall parameters (what a tenant without ``MEMDESK_RECALL`` gets)."""
-    from memory.recall import DEFAULT_TUNING
+    from memory.recall.pipeline import DEFAULT_TUNING
 
     return dict(DEFAULT_TUNING)
 
 
 def doc_tokens(text: str) -> list[str]:
     """A stored text's words, as the product segments them for its lexical index."""
-    from memory.text import segment
+    from memory.text.language import segment
 
     return segment(text)
 
 
 def query_tokens(text: str) -> list[str]:
     """A question's terms, as the product's recall takes them from a query."""
-    from memory.text import query_terms
+    from memory.text.language import query_terms
 
     return query_terms(text)
 

@@ -2,12 +2,12 @@
 
 Data: ``bench/data/topic_switch_labels.json`` — pairs of a current topic (its user messages, oldest first) and a
 new user message, labelled ``switch`` or not, in Chinese and English; the positive class is "switch". The
-detector sees what the runtime keeps for a topic (``memory.topic_freeze``): the vectors of the topic's first and
+detector sees what the runtime keeps for a topic (``memory.topics.freeze``): the vectors of the topic's first and
 latest message.
 
 Run from the repository root: ``.venv/bin/python bench/topic_switch.py`` (no database; loads the embedding
 models once). ``--errors`` lists the pairs it gets wrong with their similarity; ``--sweep`` prints precision and
-recall over thresholds (how ``memory.topics.SHIFT_THRESHOLDS`` were chosen). Per-message cost: the embedding of
+recall over thresholds (how ``memory.topics.detect.SHIFT_THRESHOLDS`` were chosen). Per-message cost: the embedding of
 the new message plus the similarity, the work a turn adds.
 """
 
@@ -45,8 +45,8 @@ def main() -> None:
     import django
 
     django.setup()  # the models module only: no database is opened
-    from memory import embeddings
-    from memory.topics import SHIFT_THRESHOLDS, detect_intent_shift, detect_topic_switch, shift_applies
+    from memory.embeddings import models as embeddings
+    from memory.topics.detect import SHIFT_THRESHOLDS, detect_intent_shift, detect_topic_switch, shift_applies
 
     pairs = json.loads(args.data.read_text(encoding="utf-8"))["pairs"]
     models = {embeddings.USE_MODEL: ("zh", "en"), embeddings.DEFAULT_MODEL: ("en",)}

@@ -8,7 +8,7 @@ histograms of ``memory/metrics.py``) — the figures behind the chat-load target
     nice -n 5 .venv/bin/python bench/turn_profile.py --sessions 20 --turns 6
     nice -n 5 .venv/bin/python bench/turn_profile.py --cprofile bench/out/turn.prof
 
-The turn runs exactly as in the server (``chat.turn.run_turn``); its units
+The turn runs exactly as in the server (``chat.turn.run.run_turn``); its units
 of work, which the server hands to a thread pool, run inline on the event
 loop's thread here (the loop's default executor is one that runs a call at
 once), so one profiler sees all of them. ``--cprofile`` adds a table of the
@@ -56,19 +56,19 @@ DB = "memdesk_bench_turn"
 
 #: (module, function, stage name): the finer stages read from ``--cprofile``. A stage includes what it calls.
 STAGES = [
-    ("chat.messages", "store_user_message", "store"),
-    ("chat.prepare", "prepare_turn", "prepare"),
-    ("chat.prepare", "_turn_state", "prepare: session state"),
-    ("memory.extraction", "extract_and_store", "extract"),
-    ("memory.recall", "recall", "prepare: recall"),
-    ("memory.embeddings", "embed_one", "embedding (each)"),
-    ("chat.summary", "summarize", "prepare: summary"),
-    ("chat.prompt", "build_prompt", "prepare: prompt"),
-    ("chat.finish", "finish_turn", "finish"),
-    ("memory.feedback", "apply_feedback", "feedback (batch)"),
-    ("memory.health", "check_after_turn", "finish: health check"),
-    ("memory.conversation", "index_messages", "index: conversation units (after done)"),
-    ("memory.conversation", "message_units", "index: split and facts"),
+    ("chat.sessions.messages", "store_user_message", "store"),
+    ("chat.turn.prepare", "prepare_turn", "prepare"),
+    ("chat.turn.prepare", "_turn_state", "prepare: session state"),
+    ("memory.extraction.run", "extract_and_store", "extract"),
+    ("memory.recall.pipeline", "recall", "prepare: recall"),
+    ("memory.embeddings.models", "embed_one", "embedding (each)"),
+    ("chat.prompt.summary", "summarize", "prepare: summary"),
+    ("chat.prompt.build", "build_prompt", "prepare: prompt"),
+    ("chat.turn.finish", "finish_turn", "finish"),
+    ("memory.store.feedback", "apply_feedback", "feedback (batch)"),
+    ("memory.store.health", "check_after_turn", "finish: health check"),
+    ("memory.conversation.units", "index_messages", "index: conversation units (after done)"),
+    ("memory.conversation.units", "message_units", "index: split and facts"),
 ]
 
 #: The product's own stage histograms: (metric module, attribute, stage label values).
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None, *, execute_wrapper: Callable[..., Any] |
     from django.db.backends.signals import connection_created
 
     from chat.llm import OllamaChat
-    from chat.turn import run_turn
+    from chat.turn.run import run_turn
     from testkit.fake_ollama import FakeOllama, Reply
 
     tenant = make_tenant(f"turn-{random.randrange(10**8)}").tenant

@@ -1,10 +1,11 @@
 """Where the background writer's time goes: the conversation memory of chat turns written as the worker writes
-it (``memory.conversation.index_turns``, the batch ``memory.writer`` hands it), per turn, by batch size.
+it (``memory.conversation.units.index_turns``, the batch ``memory.conversation.writer`` hands it), per turn, by batch
+size.
 
     nice -n 5 .venv/bin/python bench/writer_profile.py --sessions 20 --turns 10 --batches 1,10
     nice -n 5 .venv/bin/python bench/writer_profile.py --cprofile bench/out/writer.prof
 
-The turns run first, through ``chat.turn.run_turn`` with the fake Ollama answering and ``MEMORY_WRITER``
+The turns run first, through ``chat.turn.run.run_turn`` with the fake Ollama answering and ``MEMORY_WRITER``
 "worker" (their announcements go unheard: no worker runs), so their messages wait unwritten. Then each batch
 size writes an equal share of them, in turn, timed: wall, this process's CPU and the PostgreSQL backend's CPU
 per turn. Batch size 1 is what one job per turn did, without the job's own overhead. The messages are
@@ -55,9 +56,9 @@ def main() -> None:
     from django.conf import settings
 
     from chat.llm import OllamaChat
-    from chat.turn import run_turn
+    from chat.turn.run import run_turn
     from conversations.models import Message
-    from memory.conversation import index_turns
+    from memory.conversation.units import index_turns
     from tenants.rls import tenant_scope
     from testkit.fake_ollama import FakeOllama, Reply
 

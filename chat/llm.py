@@ -448,7 +448,7 @@ def get_llm() -> OllamaChat:
 def structured_answer(system: str, user: str, schema: dict[str, Any]) -> tuple[str, str]:
     """One non-streaming request to the configured model whose answer Ollama constrains to the JSON
     ``schema`` (``format``); returns (the model's name, its raw answer text). Memory's optional model
-    extraction is handed this (``memory.llm_extraction.StructuredAsk``): memory never calls a model itself.
+    extraction is handed this (``memory.extraction.model.StructuredAsk``): memory never calls a model itself.
     Synchronous: it runs inside a turn's database step, on a worker thread."""
     llm = get_llm()
     # The chat's own context size: a request with another num_ctx makes Ollama reload the model, which

@@ -1,6 +1,7 @@
 """Chat's Prometheus metrics (``memdesk_*``): turns, the model, tools, batches and sockets.
 
-Recorded where things happen (``chat.turn``, ``chat.llm``, ``chat.tool_calls``, ``chat.batches``, ``chat.handoff``,
+Recorded where things happen (``chat.turn.run``, ``chat.llm``, ``chat.turn.tool_rounds``, ``chat.tools.batches``,
+``chat.handoff.state``,
 ``chat.consumers``). The names are a contract: the alerts in ``platform/prometheus`` and the Grafana
 dashboards read them. Memory's own metrics (health gauges, recall, amnesia, cleanup) are in
 ``memory.metrics``. Under several ASGI workers (``PROMETHEUS_MULTIPROC_DIR``) the connection gauge is
@@ -36,7 +37,7 @@ OLLAMA_ERRORS = Counter("memdesk_ollama_errors", "Failed model calls", ["code"])
 TOOL_CALLS = Counter("memdesk_tool_calls", "Tenant tool calls", ["tenant", "tool", "outcome"])
 WEBSOCKETS = Gauge("memdesk_websocket_connections", "Open chat WebSockets", multiprocess_mode="livesum")
 BATCH_ITEMS = Counter("memdesk_batch_items", "Batch items processed", ["tenant", "status"])
-# Human handoff (chat.handoff): handoffs by what asked for them, and the end users' ratings by who answered.
+# Human handoff (chat.handoff.state): handoffs by what asked for them, and the end users' ratings by who answered.
 HANDOFFS = Counter("memdesk_handoffs", "Conversations handed to a person, by trigger", ["tenant", "trigger"])
 CSAT = Histogram(
     "memdesk_csat",

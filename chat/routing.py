@@ -6,11 +6,11 @@ from channels.auth import AuthMiddlewareStack
 from django.urls import path
 
 from chat.consumers import ChatConsumer
-from chat.staff_consumer import StaffConsumer
+from chat.handoff.consumer import StaffConsumer
 from chat.ws_auth import TokenAuthMiddleware
 
 websocket_urlpatterns = [
     path("ws/chat/", TokenAuthMiddleware(ChatConsumer.as_asgi())),
-    # The staff console (chat.staff_consumer): Django's session cookie, as the admin pages.
+    # The staff console (chat.handoff.consumer): Django's session cookie, as the admin pages.
     path("ws/staff/", AuthMiddlewareStack(StaffConsumer.as_asgi())),
 ]

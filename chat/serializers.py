@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from chat.tools import check_name, check_parameters, check_timeout, check_url
+from chat.tools.registry import check_name, check_parameters, check_timeout, check_url
 from config.text_input import TextField, field_json
 
 MAX_METADATA_BYTES = 8 * 1024
@@ -140,7 +140,7 @@ class ToolOut(serializers.Serializer):
 
 
 class BatchIn(serializers.Serializer):
-    """``items`` are checked by ``chat.batches.check_batch`` (each against the tool's schema)."""
+    """``items`` are checked by ``chat.tools.batches.check_batch`` (each against the tool's schema)."""
 
     tool = TextField(max_length=64)
     items = serializers.JSONField()

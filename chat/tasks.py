@@ -1,6 +1,6 @@
 """Background jobs (procrastinate; found by its Django app's autodiscovery of
 ``tasks`` modules). Run them with ``manage.py run_worker``: batch operations, and
-the hourly retention job (``chat.retention``)."""
+the hourly retention job (``chat.privacy.retention``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 from procrastinate.exceptions import JobAborted
 
-from chat.batches import BATCH_QUEUE, RUN_BATCH, run_batch
-from chat.retention import apply_retention_all
+from chat.privacy.retention import apply_retention_all
+from chat.tools.batches import BATCH_QUEUE, RUN_BATCH, run_batch
 from memory.tasks import HEALTH_QUEUE
 
 #: Ids of the batch jobs this process is running. A worker starved of CPU sends its heartbeat late, and its

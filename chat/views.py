@@ -11,9 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import batches, sessions, tools
-from chat import context as context_mod
-from chat.messages import list_messages, serialize_message
 from chat.serializers import (
     BatchCreatedOut,
     BatchIn,
@@ -31,7 +28,12 @@ from chat.serializers import (
     ToolOut,
     TurnOut,
 )
-from chat.turn import TurnFailed, TurnInProgress, run_turn
+from chat.sessions import lifecycle as sessions
+from chat.sessions.messages import list_messages, serialize_message
+from chat.tools import batches
+from chat.tools import context as context_mod
+from chat.tools import registry as tools
+from chat.turn.run import TurnFailed, TurnInProgress, run_turn
 from config.db.sql import release_connection
 
 
@@ -113,7 +115,9 @@ class SessionMessagesView(APIView):
                  "message_id": exc.message_id},
                 status=409, headers={"Retry-After": str(exc.retry_after)},
             )  # fmt: skip
-        if result.deferred:  # a person has the conversation: stored and shown to staff, not answered (chat.handoff)
+        if (
+            result.deferred
+        ):  # a person has the conversation: stored and shown to staff, not answered (chat.handoff.state)
             return Response(result.as_api(), status=status.HTTP_202_ACCEPTED)
         return Response(TurnOut(result.as_api()).data)
 

@@ -9,8 +9,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from chat import warmup  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.turn import warmup  # noqa: E402
 from config import logs  # noqa: E402
 from config.body_limit import BodyLimitMiddleware  # noqa: E402
 

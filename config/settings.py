@@ -25,11 +25,12 @@ REDIS_URL = envurl("REDIS_URL", None, schemes=("redis", "rediss", "unix"))
 OLLAMA_HOST = envurl("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", "https"))
 OLLAMA_MODEL = envstr("OLLAMA_MODEL", "qwen2.5:7b")
 OLLAMA_TIMEOUT_S = envfloat("OLLAMA_TIMEOUT_S", 60.0, minimum=0.1)
-# Ollama-assisted fact extraction for every tenant (memory/llm_extraction.py); a tenant's
+# Ollama-assisted fact extraction for every tenant (memory/extraction/model.py); a tenant's
 # settings["llm_extraction"] overrides it either way.
 MEMDESK_LLM_EXTRACTION = envbool("MEMDESK_LLM_EXTRACTION", False)
-# Who writes a turn's conversation units (memory/conversation.py): "worker" — the transaction that stores the
-# reply announces them to the background worker (manage.py run_worker, memory/writer.py); "inline" — the web
+# Who writes a turn's conversation units (memory/conversation/units.py): "worker" — the transaction that stores the
+# reply announces them to the background worker (manage.py run_worker, memory/conversation/writer.py); "inline" — the
+# web
 # process writes them once the reply is out (installations without a worker); "off" — nobody (keyed facts
 # only; messages stay unwritten, and `manage.py index_messages` writes them if it is turned on later).
 MEMORY_WRITERS = ("worker", "inline", "off")
@@ -263,16 +264,18 @@ SESSION_TOKEN_TTL_S = envint("SESSION_TOKEN_TTL_S", 24 * 3600, minimum=60)
 
 # Memory tuning: Python values rather than environment variables (they are structured, and tuned by measurement,
 # not per host); a deployment that changes them does so in a settings module of its own that imports this one.
-#: Recall's knobs (leg weights, fusion, windows, BM25), merged over ``memory.recall.DEFAULT_TUNING``, where each is
+#: Recall's knobs (leg weights, fusion, windows, BM25), merged over ``memory.recall.pipeline.DEFAULT_TUNING``, where
+#: each is
 #: explained: name only the keys to change.
 MEMDESK_RECALL: dict[str, float] = {}
-#: The embedding model per memory type, ``"default"`` for the types not named (names: ``memory.embeddings.LOADERS``).
+#: The embedding model per memory type, ``"default"`` for the types not named (names:
+#: ``memory.embeddings.models.LOADERS``).
 #: A tenant's own ``settings["embedding_models"]``/``["embedding_model"]`` wins; empty: the tenant language's default.
 MEMDESK_EMBEDDING_MODELS: dict[str, str] = {}
 #: Memory health's sliding window (hit rate, amnesia alerts), in seconds.
 HEALTH_WINDOW_S = 24 * 3600
 #: Phrases per language that mark a reply as forgetful (``{"zh": [...], "en": [...]}``, matched case-folded);
-#: None: the built-in lists, ``memory.health.DEFAULT_AMNESIA_PHRASES``.
+#: None: the built-in lists, ``memory.store.health.DEFAULT_AMNESIA_PHRASES``.
 AMNESIA_PHRASES: dict[str, list[str]] | None = None
 
 LOGGING = {

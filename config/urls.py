@@ -3,12 +3,13 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
-from chat import end_user_views, handoff_views
 from chat import pages as chat_pages
 from chat import views as chat_views
+from chat.handoff import views as handoff_views
+from chat.privacy import views as end_user_views
 from config import ops
-from memory import me_views
 from memory import views as memory_views
+from memory.end_user import views as me_views
 from tenants.throttles import SessionCreateThrottle
 
 handler400 = "config.errors.handler400"
@@ -23,7 +24,7 @@ api_v1 = [
     path("sessions/<str:session_id>/context", chat_views.SessionContextView.as_view(), name="session-context"),
     path("sessions/<str:session_id>/batches", chat_views.BatchListView.as_view(), name="session-batches"),
     path("sessions/<str:session_id>/batches/<str:task_id>", chat_views.BatchDetailView.as_view(), name="session-batch"),
-    # A person takes over (API.md "Handoff to a person"; chat/handoff.py).
+    # A person takes over (API.md "Handoff to a person"; chat/handoff/state.py).
     path("sessions/<str:session_id>/handoff", handoff_views.SessionHandoffView.as_view(), name="session-handoff"),
     path("sessions/<str:session_id>/release", handoff_views.SessionReleaseView.as_view(), name="session-release"),
     path("sessions/<str:session_id>/rating", handoff_views.SessionRatingView.as_view(), name="session-rating"),
@@ -34,7 +35,7 @@ api_v1 = [
     path("memories/<str:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
     path("memories/<str:memory_id>/expire", memory_views.MemoryExpireView.as_view(), name="memory-expire"),
     path("memories/<str:memory_id>/feedback", memory_views.MemoryFeedbackView.as_view(), name="memory-feedback"),
-    # The end user's own memories: the browser's session token, not a tenant key (memory/me_views.py).
+    # The end user's own memories: the browser's session token, not a tenant key (memory/end_user/views.py).
     path("me/memories", me_views.MeMemoriesView.as_view(), name="me-memories"),
     path("me/memories/<str:memory_id>/forget", me_views.MeMemoryForgetView.as_view(), name="me-memory-forget"),
     path("me/memories/<str:memory_id>/correct", me_views.MeMemoryCorrectView.as_view(), name="me-memory-correct"),

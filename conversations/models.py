@@ -46,7 +46,7 @@ class ChatSession(TenantOwned):
     context_reset_pending = models.BooleanField(
         default=False, help_text=_("A topic switch was detected; the next prompt carries <|context_reset|>.")
     )
-    #: The topic the session is on and the topics it left, frozen (memory/topic_freeze.py documents the shape).
+    #: The topic the session is on and the topics it left, frozen (memory/topics/freeze.py documents the shape).
     topic_state = models.JSONField(default=dict, blank=True, db_default=models.Value({}, models.JSONField()))
     empty_recall_streak = models.PositiveIntegerField(
         default=0, help_text=_("Consecutive turns where neither the rule nor the vector stage found anything.")
@@ -111,7 +111,7 @@ class Message(TenantOwned):
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     seq = models.PositiveIntegerField(default=0, editable=False, help_text=_("Order within the session."))
-    #: When the message's conversation units were written (memory.conversation); NULL until then, so a
+    #: When the message's conversation units were written (memory.conversation.units); NULL until then, so a
     #: process that died between the reply and the write leaves the message for ``index_pending``.
     memory_indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
     #: Until when a running turn answers this user message (a message with a ``client_msg_id`` only): a
@@ -130,9 +130,9 @@ class Message(TenantOwned):
             models.Index(fields=["session", "seq"], name="message_by_session"),
             # The per-tenant rate limit reads the tenant's user messages of the last minute.
             models.Index(fields=["tenant", "created_at"], name="message_user_recent", condition=models.Q(role="user")),
-            # Retention deletes a tenant's messages older than N days (chat.retention).
+            # Retention deletes a tenant's messages older than N days (chat.privacy.retention).
             models.Index(fields=["tenant", "created_at"], name="message_by_time"),
-            # The messages still to index (memory.conversation.index_pending): few at any time.
+            # The messages still to index (memory.conversation.units.index_pending): few at any time.
             models.Index(
                 fields=["tenant", "created_at"],
                 name="message_unindexed",

@@ -1,11 +1,11 @@
 """Message retention: a tenant's chat messages older than its ``message_retention_days`` are deleted.
 
-Run by the worker's hourly retention job (``chat.retention``), which then deletes the sessions left empty.
+Run by the worker's hourly retention job (``chat.privacy.retention``), which then deletes the sessions left empty.
 Unset, messages are kept. What points at a deleted message is kept and let go of it: a memory's
 ``source_message`` and an amnesia alert's ``message`` become NULL, a reply's ``reply_to`` too.
 
 Invariant: **a message of a turn still running is never deleted.** A running turn holds a lease on its user
-message (``Message.turn_lease_until``, ``chat.messages``) and writes its tool messages and its reply after
+message (``Message.turn_lease_until``, ``chat.sessions.messages``) and writes its tool messages and its reply after
 it; every message whose lease is still in force is excluded here, and the others a turn writes are seconds
 old while the cutoff is at least a day (``tenants.retention.MIN_DAYS``) in the past. A lease that lapsed
 (its process died) no longer protects its message.

@@ -1,5 +1,5 @@
 """Staff audit of memories: filter, search, edit with validation, expire,
-extend, delete — every change through ``memory.lifecycle`` with the staff
+extend, delete — every change through ``memory.store.lifecycle`` with the staff
 user as the actor, and each memory's full history inline.
 
 Opening a memory, an event or a list of them writes a ``StaffAccess`` row per end user shown
@@ -7,7 +7,7 @@ Opening a memory, an event or a list of them writes a ``StaffAccess`` row per en
 
 Phone numbers, e-mail addresses and identity numbers in a memory's content,
 data and history (and in an event's before and after) are shown masked
-(``138****1234``, ``memory.masking.mask_obj``) to staff who may not see them
+(``138****1234``, ``memory.text.masking.mask_obj``) to staff who may not see them
 whole: see :func:`unmasked_tenants` for who may. A masked page is read-only
 for those values, so a save can never write the masked form back."""
 
@@ -28,10 +28,10 @@ from django.utils.translation import gettext_lazy as _
 
 from config.errors import ApiError
 from conversations.staff_access import AuditedReadsAdmin, What
-from memory import audit, lifecycle, schema
-from memory.fetch import is_valid_at, valid_q
-from memory.masking import mask_obj, mask_text
 from memory.models import MAX_CONTENT, MemoryEvent, MemoryUnit
+from memory.store import audit, lifecycle, schema
+from memory.store.read import is_valid_at, valid_q
+from memory.text.masking import mask_obj, mask_text
 from tenants.admin_base import EDIT_ROLES, TenantScopedAdmin, member_tenant_ids
 
 #: Lets a member see every memory of their tenants unmasked (``MemoryUnit.Meta.permissions``).

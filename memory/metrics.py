@@ -3,7 +3,7 @@
 Counters and histograms are recorded where things happen. The memory-health
 gauges (freshness, hit rate, when they were computed) are set on each ``/metrics``
 scrape from the figures the worker's periodic job stored in the database
-(``memory.health``), so every process reports the same truth and a scrape
+(``memory.store.health``), so every process reports the same truth and a scrape
 writes nothing. Cleanup runs in the worker: ``memdesk_memory_cleanup_total``
 is counted there. Under several
 ASGI workers set ``PROMETHEUS_MULTIPROC_DIR`` (an empty directory per host):

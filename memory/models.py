@@ -1,7 +1,7 @@
 """MemoryUnit — a typed, compressed, expiring memory — and its audit trail.
 
 Lifespan (seed S4/S5): a memory is valid at ``as_of`` when
-``created_at <= as_of < expires_at`` (the rule's one home is ``memory.fetch``). Replacing a keyed memory does not
+``created_at <= as_of < expires_at`` (the rule's one home is ``memory.store.read``). Replacing a keyed memory does not
 overwrite it: the old row's ``expires_at`` is cut to the moment of
 replacement, ``superseded_at``/``superseded_by`` point at the new row, and a
 recall ``as_of`` a past moment still sees what was true then.
@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from conversations.models import ChatSession, Message
-from memory.masking import mask_text
+from memory.text.masking import mask_text
 from tenants.models import EndUser, Tenant
 from tenants.scoping import TenantOwned
 
@@ -158,7 +158,7 @@ class MemoryEvent(TenantOwned):
 
     class Meta(TenantOwned.Meta):
         ordering = ["created_at", "id"]
-        # Retention deletes a tenant's events older than M days (memory.retention).
+        # Retention deletes a tenant's events older than M days (memory.store.retention).
         indexes = [models.Index(fields=["tenant", "created_at"], name="memoryevent_by_time")]
 
     def __str__(self) -> str:

@@ -8,10 +8,10 @@ from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from config.text_input import TextField, field_json, field_text
-from memory.fetch import is_valid_at
 from memory.models import MAX_CONTENT, MemoryType, MemoryUnit
-from memory.recall import MAX_K
-from memory.schema import MAX_EXPIRES_IN
+from memory.recall.pipeline import MAX_K
+from memory.store.read import is_valid_at
+from memory.store.schema import MAX_EXPIRES_IN
 
 
 def parse_as_of(raw: Any) -> datetime | None:

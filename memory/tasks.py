@@ -2,10 +2,10 @@
 run by ``manage.py run_worker``, which listens on :data:`HEALTH_QUEUE`).
 
 * Every minute the worker computes each tenant's memory health, stores the figures that ``GET /metrics``
-  serves, and runs the cleanup when due (``memory.health``). The scrape itself only reads.
-* :data:`INDEX_TURN`, a turn's conversation units (``memory.conversation.index_turn``): jobs an earlier
+  serves, and runs the cleanup when due (``memory.store.health``). The scrape itself only reads.
+* :data:`INDEX_TURN`, a turn's conversation units (``memory.conversation.units.index_turn``): jobs an earlier
   release queued after each turn still run. Turns now announce their messages to the worker's batched
-  writer instead (``memory.writer``: a notification, not a job row per turn).
+  writer instead (``memory.conversation.writer``: a notification, not a job row per turn).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import logging
 from django.db import connections
 from procrastinate.contrib.django import app
 
-from memory.conversation import index_turn
-from memory.health import refresh_all
+from memory.conversation.units import index_turn
+from memory.store.health import refresh_all
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""REST views for memories: parse, check, call the memory services (``memory.store``, ``memory.fetch``, …)."""
+"""REST views for memories: parse, check, call the memory services (``memory.store.write``, ``memory.store.read``,
+…)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory import audit, feedback, fetch, lifecycle, store
-from memory.recall import recall
+from memory.recall.pipeline import recall
 from memory.serializers import (
     FeedbackIn,
     MemoryCreateIn,
@@ -19,6 +19,9 @@ from memory.serializers import (
     RecallIn,
     serialize_memory,
 )
+from memory.store import audit, feedback, lifecycle
+from memory.store import read as fetch
+from memory.store import write as store
 from tenants.throttles import MemoryThrottle, RecallThrottle
 
 SESSION_HEADER = OpenApiParameter("X-Session-ID", str, OpenApiParameter.HEADER, required=True)

@@ -5,11 +5,11 @@ Three keys, each set in the tenant's admin form (``tenants.admin.TenantForm``), 
 
 - ``message_retention_days``: chat messages (``conversations.retention``); unset keeps them;
 - ``memory_retention_days``: memories counted from their creation, whatever their own lifetime, and the memory
-  audit trail (``memory.retention``); unset keeps them for their own lifetime;
-- ``history_retention_days``: superseded versions of a memory after their replacement (``memory.lifecycle``,
+  audit trail (``memory.store.retention``); unset keeps them for their own lifetime;
+- ``history_retention_days``: superseded versions of a memory after their replacement (``memory.store.lifecycle``,
   default 90 days there).
 
-The worker's hourly job applies them (``chat.retention``); docs/operations.md § Data retention says exactly
+The worker's hourly job applies them (``chat.privacy.retention``); docs/operations.md § Data retention says exactly
 what goes when.
 """
 

@@ -10,7 +10,7 @@ which ``config.errors.api_exception_handler`` answers with 429
 ``rate_limited``.
 
 Chat messages are limited separately (per session and per tenant, counted
-from the stored messages: ``chat/messages.py``).
+from the stored messages: ``chat/sessions/messages.py``).
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from chat.finish import finish_turn
-from chat.messages import store_user_message
-from chat.prepare import prepare_turn
-from chat.sessions import do_open_session
+from chat.sessions.lifecycle import do_open_session
+from chat.sessions.messages import store_user_message
+from chat.turn.finish import finish_turn
+from chat.turn.prepare import prepare_turn
 from conversations.models import ChatSession
-from memory import store
 from memory.models import MemoryUnit
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from tenants.services import do_create_tenant
 
@@ -63,7 +63,7 @@ def open_session_obj(ctx: TenantCtx, end_user: str = "user-1") -> ChatSession:
 def write_memory(
     ctx: TenantCtx, session: ChatSession, content: str, *, type: str = "fact_reference", **fields: Any
 ) -> MemoryUnit:
-    """Write a memory through the service (``memory.store.do_write_memory``, as extraction does); ``fields``
+    """Write a memory through the service (``memory.store.write.do_write_memory``, as extraction does); ``fields``
     are its keyword arguments (``key``, ``expires_in``, ``now``, ``embedding``, ``context``, …). Returns the
     memory stored (the replaced or refreshed one when the key or content already existed)."""
     return store.do_write_memory(ctx.tenant, session, type=type, content=content, **fields).memory

@@ -13,7 +13,7 @@ each turn a PostgreSQL connection start-up per unit (bench/chat_load.py runs
 with the pool).
 
 ``fetch_row`` and ``execute`` run the few statements of a chat turn written in
-SQL (see ``chat.messages`` and ``chat.prepare``): on every message, the ORM
+SQL (see ``chat.sessions.messages`` and ``chat.turn.prepare``): on every message, the ORM
 would spend more CPU building each query than PostgreSQL takes to answer it.
 ``load_models`` turns such a statement's rows into model instances as
 ``Model.objects.raw()`` does, without its repeated work (``raw()`` works out

@@ -13,9 +13,10 @@ import uuid
 import pytest
 
 from conversations.access import resolve_session
-from memory import feedback, store
 from memory.models import MemoryEvent, MemoryUnit
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store import feedback
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from tests.factories import open_session, turn_steps
 

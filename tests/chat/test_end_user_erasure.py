@@ -13,14 +13,15 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from chat import batches, end_users
-from chat import context as context_mod
-from chat.tools import ToolOutcome, do_register_tool
+from chat.privacy import rights as end_users
+from chat.tools import batches
+from chat.tools import context as context_mod
+from chat.tools.registry import ToolOutcome, do_register_tool
 from conversations.access import resolve_session
 from conversations.models import ChatSession, Message, StaffAccess
-from memory import feedback
-from memory.conversation import index_messages
-from memory.recall import recall
+from memory.conversation.units import index_messages
+from memory.recall.pipeline import recall
+from memory.store import feedback
 from memory.tasks import index_turn_task
 from tenants.models import EndUser, Erasure, end_user_digest
 from tenants.rls import tenant_db_scope, tenant_scope

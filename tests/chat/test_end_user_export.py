@@ -13,12 +13,12 @@ from asgiref.sync import async_to_sync
 from django.core.management import call_command
 from django.test import AsyncClient
 
-from chat import context as context_mod
-from chat.tools import ToolOutcome
+from chat.tools import context as context_mod
+from chat.tools.registry import ToolOutcome
 from conversations.access import resolve_session
 from conversations.models import Message
-from memory import feedback
 from memory.models import MemoryUnit
+from memory.store import feedback
 from tenants.rls import tenant_scope
 from tests.factories import open_session, turn_steps, write_memory
 
@@ -196,7 +196,7 @@ def test_through_the_asgi_handler_the_document_arrives_in_pieces(acme, alice, se
     # given: the server's own ASGI handler, and chunks small enough that the document needs several
     from django.core.asgi import get_asgi_application
 
-    from chat import end_users
+    from chat.privacy import rights as end_users
 
     settings.DEBUG = False
     sent = []

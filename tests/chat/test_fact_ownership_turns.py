@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory.masking import mask_text
+from memory.text.masking import mask_text
 from testkit.fake_ollama import Reply
 from tests.factories import TenantCtx, open_session
 

@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from config.asgi import application
 from conversations.models import ChatSession, Message
-from memory.fetch import valid_q
-from memory.forget_request import parse_forget_request
+from memory.end_user.forget import parse_forget_request
 from memory.models import MemoryEvent, MemoryUnit
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store.read import valid_q
 from tenants.rls import tenant_scope
 from tests.factories import TenantCtx, open_session
 

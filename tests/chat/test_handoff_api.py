@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from chat import handoff
+from chat.handoff import state as handoff
 from conversations.models import SessionRating
 from tenants.rls import tenant_scope
 from tests.chat.handoff_kit import send, session_row, stored

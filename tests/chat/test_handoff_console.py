@@ -45,7 +45,7 @@ def test_anyone_else_is_sent_to_the_login(db):
 
 def test_the_admin_lists_ratings_per_tenant_and_staff_member(acme, globex, staff):
     # given: a rating of each tenant, acme's handled by its agent
-    from chat import handoff
+    from chat.handoff import state as handoff
     from conversations.models import ChatSession
     from tenants.rls import tenant_scope
     from tests.factories import open_session_obj

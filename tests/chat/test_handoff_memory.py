@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat import handoff
+from chat.handoff import state as handoff
 from conversations.models import Message
 from memory.models import MemoryUnit
 from tenants.rls import tenant_scope

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from chat import handoff
-from chat.handoff_offline import check_business_hours, within_business_hours
+from chat.handoff import state as handoff
+from chat.handoff.offline import check_business_hours, within_business_hours
 from conversations.models import ChatSession
 from tenants.rls import tenant_scope
 from tenants.signing import verify_signature_v2

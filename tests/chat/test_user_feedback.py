@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.prepare import SUMMARY_MESSAGES
+from chat.prompt.build import SUMMARY_MESSAGES
 from conversations.access import resolve_session
 from conversations.models import Message
 from memory.models import MemoryEvent, MemoryUnit

@@ -201,8 +201,8 @@ async def test_done_does_not_wait_for_the_tenants_health_check(acme, opened, fak
     import threading
     import time
 
-    from chat import turn
-    from memory import health
+    from chat.turn import run as turn
+    from memory.store import health
 
     started, finished = threading.Event(), threading.Event()
 

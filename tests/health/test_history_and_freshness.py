@@ -12,9 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory import health
-from memory.lifecycle import history_retention
 from memory.models import MemoryEvent, MemoryHealth, MemoryUnit
+from memory.store import health
+from memory.store.lifecycle import history_retention
 from tenants.models import Tenant
 from tenants.rls import operator_scope, tenant_scope
 from tests.factories import open_session_obj, write_memory

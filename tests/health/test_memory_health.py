@@ -9,8 +9,8 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Message
-from memory import health
 from memory.models import MemoryUnit
+from memory.store import health
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 from tests.factories import open_session, open_session_obj, write_memory

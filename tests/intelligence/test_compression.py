@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from memory.compression import clean, compress, compress_tool_result, entities
-from memory.text import detect_language
+from memory.text.compression import clean, compress, compress_tool_result, entities
+from memory.text.language import detect_language
 
 SEED = "因为服务器故障（错误码 503），导致订单创建失败，请稍后重试"
 

@@ -1,4 +1,4 @@
-"""How one message becomes conversation units (``memory.conversation``): pure, no database."""
+"""How one message becomes conversation units (``memory.conversation.units``): pure, no database."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.conversation import is_question, message_units, split_units, unit_key
+from memory.conversation.units import is_question, message_units, split_units, unit_key
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

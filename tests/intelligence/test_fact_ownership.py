@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.numerals import parse_number
-from memory.rules import LIFETIMES, Fact, disowned_keys, extract_facts
+from memory.extraction.rules import LIFETIMES, Fact, disowned_keys, extract_facts
+from memory.text.numerals import parse_number
 
 NOW = datetime(2026, 11, 10, 9, 0, tzinfo=UTC)  # a Tuesday
-# chat.prepare.ANCHOR_KEYS, written out: importing the chat runtime would need Django.
+# chat.turn.prepare.ANCHOR_KEYS, written out: importing the chat runtime would need Django.
 ANCHOR_KEYS = {"name", "phone", "email", "order_id", "address", "current_topic"}
 PROFILE_KEYS = {"name", "phone", "email", "address", "birthday"}
 

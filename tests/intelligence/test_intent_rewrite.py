@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import embeddings
-from memory.rewrite import EMBEDDING_RULES, rewrite_and_embed, rewrite_by_embedding
+from memory.embeddings import models as embeddings
+from memory.recall.rewrite import EMBEDDING_RULES, rewrite_and_embed, rewrite_by_embedding
 from tests.factories import open_session_obj
 
 RECOMMENDATION_ZH = next(rule.zh for rule in EMBEDDING_RULES if rule.intent == "recommendation")

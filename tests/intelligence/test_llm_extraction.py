@@ -1,4 +1,4 @@
-"""Ollama-assisted extraction (memory/llm_extraction.py): off by default,
+"""Ollama-assisted extraction (memory/extraction/model.py): off by default,
 schema-constrained, strictly validated, never a secret sent, never a failed turn.
 
 The fake Ollama is a real HTTP server; the database is the real PostgreSQL."""
@@ -16,10 +16,10 @@ from django.core.exceptions import ImproperlyConfigured
 from chat.llm import structured_answer
 from config.env import envbool
 from conversations.models import Message
-from memory import store
-from memory.extraction import extract_and_store
-from memory.llm_extraction import ALLOWED_KEYS, KEY_TYPES, ModelAnswer, answer_schema
+from memory.extraction.model import ALLOWED_KEYS, KEY_TYPES, ModelAnswer, answer_schema
+from memory.extraction.run import extract_and_store
 from memory.models import MemoryEvent, MemoryType, MemoryUnit
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from testkit.fake_ollama import Reply
 from tests.factories import open_session, open_session_obj
@@ -164,14 +164,14 @@ def test_invalid_answer_is_rejected_logged_and_nothing_of_it_stored(
     message = _message(enabled, session)
 
     # when
-    with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
+    with caplog.at_level(logging.WARNING, logger="memory.extraction.model"):
         result = extract_and_store(enabled.tenant, session, message, ask_model=structured_answer)
 
     # then the answer is dropped whole, the rule fact is stored, the log says why and quotes nothing
     assert len(fake_ollama.chat_requests) == 1
     assert set(_live(enabled)) == {"phone"}
     assert [fact.key for fact in result.facts] == ["phone"]
-    [record] = [r for r in caplog.records if r.name == "memory.llm_extraction"]
+    [record] = [r for r in caplog.records if r.name == "memory.extraction.model"]
     assert record.levelno == logging.WARNING
     assert "rejected" in record.getMessage()
     assert reason in record.getMessage()
@@ -205,12 +205,12 @@ def test_model_failure_never_fails_the_turn(enabled, session, fake_ollama, setti
     fake_ollama.script(failure)
 
     # when
-    with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
+    with caplog.at_level(logging.WARNING, logger="memory.extraction.model"):
         extract_and_store(enabled.tenant, session, _message(enabled, session), ask_model=structured_answer)
 
     # then the rule facts are stored and the failure is logged
     assert set(_live(enabled)) == {"phone"}
-    assert any("skipped" in r.getMessage() for r in caplog.records if r.name == "memory.llm_extraction")
+    assert any("skipped" in r.getMessage() for r in caplog.records if r.name == "memory.extraction.model")
 
 
 def test_model_host_down_still_stores_the_rule_facts(enabled, session, settings, caplog):
@@ -219,7 +219,7 @@ def test_model_host_down_still_stores_the_rule_facts(enabled, session, settings,
     settings.OLLAMA_TIMEOUT_S = 1.0
 
     # when
-    with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
+    with caplog.at_level(logging.WARNING, logger="memory.extraction.model"):
         result = extract_and_store(enabled.tenant, session, _message(enabled, session), ask_model=structured_answer)
 
     # then
@@ -269,7 +269,7 @@ def test_model_never_replaces_a_live_memory(enabled, session, fake_ollama, caplo
     )
 
     # when the model is asked, and answers for the key anyway
-    with caplog.at_level(logging.WARNING, logger="memory.llm_extraction"):
+    with caplog.at_level(logging.WARNING, logger="memory.extraction.model"):
         extract_and_store(
             enabled.tenant,
             session,

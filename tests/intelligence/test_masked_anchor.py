@@ -10,11 +10,11 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from chat.summary import SUMMARY_PREFIX
+from chat.prompt.summary import SUMMARY_PREFIX
 from conversations.models import Message
-from memory import store
-from memory.masking import mask_obj, mask_text, masked_pairs, unmask_obj
 from memory.models import MemoryUnit
+from memory.store import write as store
+from memory.text.masking import mask_obj, mask_text, masked_pairs, unmask_obj
 from tenants.rls import tenant_scope
 from testkit.fake_ollama import Reply
 from tests.factories import open_session, open_session_obj

@@ -12,8 +12,8 @@ import pytest
 
 from conversations.models import ChatSession
 from memory.models import MemoryUnit
-from memory.mood import care_reason, detect_mood
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.text.mood import care_reason, detect_mood
 from tenants.rls import tenant_scope
 from tests.factories import TenantCtx, open_session
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from memory.redaction import RedactingFilter, contains_secret, redact, redact_obj
+from memory.text.redaction import RedactingFilter, contains_secret, redact, redact_obj
 
 
 @pytest.mark.parametrize(
@@ -218,7 +218,7 @@ def test_a_chinese_bank_card_after_its_label_is_redacted_whatever_its_first_digi
 
 
 def test_bank_identifiers_never_reach_a_memory_unit() -> None:
-    from memory.conversation import split_units
+    from memory.conversation.units import split_units
 
     # when a customer's message becomes memory units
     units = split_units("退款请打到 DE89 3704 0044 0532 0130 00，SWIFT: DEUTDEFF，手机13912345678")

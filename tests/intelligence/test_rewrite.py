@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.rewrite import RULES, Rewrite, rewrite_query, rule_keys
+from memory.recall.rewrite import RULES, Rewrite, rewrite_query, rule_keys
 
 
 def test_that_product_becomes_the_recently_asked_product() -> None:

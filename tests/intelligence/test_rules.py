@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from memory.rules import LIFETIMES, Fact, extract_facts, is_confirmation
-from memory.text import detect_language
+from memory.extraction.rules import LIFETIMES, Fact, extract_facts, is_confirmation
+from memory.text.language import detect_language
 
 NOW = datetime(2026, 11, 10, 9, 0, tzinfo=UTC)
 SHANGHAI = timezone(timedelta(hours=8))

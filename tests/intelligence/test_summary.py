@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import chat.summary as summary_module
-from chat.summary import KEYWORD_WEIGHT, SUMMARY_PREFIX, SentenceTokenizer, summarize
+import chat.prompt.summary as summary_module
+from chat.prompt.summary import KEYWORD_WEIGHT, SUMMARY_PREFIX, SentenceTokenizer, summarize
 
 ZH_TURNS = [
     ("user", "你好"),
@@ -180,7 +180,7 @@ def test_the_similarity_graph_equals_sumys_own() -> None:
 
     from sumy.summarizers.lex_rank import LexRankSummarizer
 
-    from chat.summary import _summarizer
+    from chat.prompt.summary import _summarizer
 
     lexrank = _summarizer()
     rng = random.Random(7)

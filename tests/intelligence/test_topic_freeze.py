@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chat.context import do_start_tool_call
 from chat.models import ExecutionContext
+from chat.tools.context import do_start_tool_call
 from conversations.models import ChatSession
 from memory.models import MemoryType, MemoryUnit
-from memory.topics import pack_vector, topic_similarity, unpack_vectors
+from memory.topics.detect import pack_vector, topic_similarity, unpack_vectors
 from tenants.rls import tenant_scope
 from tests.factories import open_session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.topics import TopicSwitch, detect_topic_switch
+from memory.topics.detect import TopicSwitch, detect_topic_switch
 
 
 @pytest.mark.parametrize(

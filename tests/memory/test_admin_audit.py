@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from memory import store
 from memory.models import MemoryEvent, MemoryUnit
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj
 

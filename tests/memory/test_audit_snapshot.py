@@ -1,4 +1,4 @@
-"""The audit snapshot's two forms (``memory.audit``: Python and SQL) produce the same snapshot."""
+"""The audit snapshot's two forms (``memory.store.audit``: Python and SQL) produce the same snapshot."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memory import audit, store
 from memory.models import MemoryUnit
+from memory.store import audit
+from memory.store import write as store
 from tenants.rls import tenant_scope
 
 

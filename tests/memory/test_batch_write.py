@@ -10,10 +10,13 @@ from django.db import connection
 
 from config.errors import ApiError
 from conversations.models import Message
-from memory import audit, embeddings, fetch, indexing, store
-from memory.extraction import extract_and_store
+from memory.embeddings import models as embeddings
+from memory.extraction.run import extract_and_store
 from memory.models import MemoryEvent, MemoryUnit
-from memory.store import MemoryItem
+from memory.store import audit, indexing
+from memory.store import read as fetch
+from memory.store import write as store
+from memory.store.write import MemoryItem
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj
 from tests.memory.conftest import race

@@ -1,6 +1,6 @@
 """Conversation memory through the chat path: what customers and agents say is recallable later.
 
-Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.turn.run_turn``) with the fake
+Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.turn.run.run_turn``) with the fake
 model answering the agent's scripted reply; every question goes through ``POST /api/v1/memories/recall`` from
 a new session of the same end user — what a customer who comes back gets.
 """
@@ -197,7 +197,7 @@ def test_a_turn_killed_after_its_reply_loses_no_memory_once_the_worker_sweeps(ac
             from django.conf import settings
             settings.OLLAMA_HOST = {fake_ollama.host!r}
             from conversations.models import ChatSession
-            from chat.turn import run_turn
+            from chat.turn.run import run_turn
             from tenants.models import Tenant
             from tenants.rls import tenant_scope
             tenant = Tenant.objects.get(slug="acme")
@@ -237,7 +237,7 @@ def test_the_units_commit_asynchronously_and_what_follows_on_the_connection_stay
     writes it again); the setting ends with it, so the next transaction on the connection — a turn's
     message — is durable again."""
     from conversations.models import ChatSession
-    from memory.conversation import index_messages
+    from memory.conversation.units import index_messages
     from tenants.rls import tenant_scope
 
     settings.MEMORY_WRITER = "off"  # the turn leaves its messages to index
@@ -367,7 +367,7 @@ def test_the_current_points_balance_answers_how_many_points_first(acme, fake_oll
 def test_units_of_one_message_share_its_moment(acme, fake_ollama):
     """Two sentences of one message are said at the same moment: for a question about the present neither
     overtakes the other, and both weigh the same for recency, whichever random id each unit drew."""
-    from memory.recall import RecallHit, _overtaken, _rerank_weights
+    from memory.recall.pipeline import RecallHit, _overtaken, _rerank_weights
     from tenants.rls import tenant_scope
 
     sid = open_session(acme, "arrival")["session_id"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from memory import embeddings, store
+from memory.embeddings import models as embeddings
 from memory.models import MemoryUnit
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj
 

@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from memory import store
 from memory.models import MemoryEvent, MemoryUnit
+from memory.store import write as store
 from tenants.rls import operator_scope
 from tests.factories import open_session_obj
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from config.errors import ApiError
-from memory import feedback as memory_feedback
 from memory.models import MemoryEvent, MemoryUnit
+from memory.store import feedback as memory_feedback
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj, write_memory
 from tests.memory.conftest import race

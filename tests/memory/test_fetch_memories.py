@@ -1,4 +1,4 @@
-"""memory.fetch.fetch_memories: the raw loader recall and memory writes use on every chat turn."""
+"""memory.store.read.fetch_memories: the raw loader recall and memory writes use on every chat turn."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory import fetch, serializers, store
+from memory import serializers
+from memory.store import read as fetch
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj
 

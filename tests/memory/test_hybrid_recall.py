@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory import feedback, store
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store import feedback
+from memory.store import write as store
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_recall_api_shape(memapi, facts):
 
 def test_an_embedding_started_ahead_gives_the_same_recall(acme, acme_session, facts):
     # given the query's embedding started before recall, as a chat turn starts it
-    from memory.recall import embed_query_soon
+    from memory.recall.pipeline import embed_query_soon
 
     early = embed_query_soon(acme.tenant, "When does the customer want deliveries?")
 
@@ -100,7 +101,7 @@ def test_an_embedding_started_ahead_gives_the_same_recall(acme, acme_session, fa
 
 def test_an_embedding_of_another_query_is_not_used(acme, acme_session, facts):
     # given an embedding started for a different question
-    from memory.recall import embed_query_soon
+    from memory.recall.pipeline import embed_query_soon
 
     stale = embed_query_soon(acme.tenant, "When does the customer want deliveries?")
 

@@ -6,8 +6,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from config.db.sql import load_models
-from memory import store
 from memory.models import MemoryUnit
+from memory.store import write as store
 from tenants.rls import tenant_scope
 
 

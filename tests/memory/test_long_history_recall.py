@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from memory import store
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store import write as store
 from tenants.rls import POLICY_NAME, POLICY_USING, tenant_scope
 
 FILLER = [

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from conversations.models import ChatSession
 from conversations.session_tokens import issue_token
 from memory.models import MemoryEvent, MemoryUnit
-from memory.recall import recall
+from memory.recall.pipeline import recall
 from tenants.rls import tenant_scope
 from tests.factories import TenantCtx, open_session, write_memory
 

@@ -9,8 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from conversations.models import Message
-from memory.consent import memory_enabled_for, memory_mode
 from memory.models import MemoryUnit
+from memory.store.consent import memory_enabled_for, memory_mode
 from tenants.models import EndUser, Tenant
 from tenants.rls import tenant_scope
 from tests.factories import TenantCtx, open_session

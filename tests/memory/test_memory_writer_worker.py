@@ -1,5 +1,6 @@
 """The product's default memory writer (``MEMORY_WRITER`` "worker"): a turn announces its messages in the
-transaction that stores the reply (``memory.writer``), and the real worker (``manage.py run_worker``) writes
+transaction that stores the reply (``memory.conversation.writer``), and the real worker (``manage.py run_worker``)
+writes
 them in batches. The reply never waits for them and nothing is lost: what nobody heard, the sweep writes."""
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import pytest
 from django.db import connection, transaction
 
 from conversations.models import Message
-from memory.conversation import index_pending, index_turns
+from memory.conversation.units import index_pending, index_turns
+from memory.conversation.writer import CHANNEL, Announced, announce, parse, write_announced
 from memory.models import MemoryUnit
-from memory.writer import CHANNEL, Announced, announce, parse, write_announced
 from tenants.rls import tenant_scope
 from testkit.fake_ollama import Reply
 from tests.factories import TenantCtx, open_session
@@ -234,7 +235,7 @@ def test_one_session_that_fails_costs_the_others_of_its_batch_nothing(acme, fake
     bad = open_session(acme, "omar")["session_id"]
     _talk(acme, fake_ollama, good, "I keep bees in my garden.", "How wonderful.")
     _talk(acme, fake_ollama, bad, "I restore old clocks.", "A fine craft.")
-    from memory import store
+    from memory.store import write as store
 
     def fails_for_omar(real: Any) -> Any:
         def write(tenant: Any, *args: Any, **kwargs: Any) -> Any:

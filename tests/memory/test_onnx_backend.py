@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory import embeddings
+from memory.embeddings import models as embeddings
 
 TEXTS = [
     "When did Caroline go to the LGBTQ support group?",

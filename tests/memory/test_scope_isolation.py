@@ -7,8 +7,9 @@ import threading
 import pytest
 from django.db import connections
 
-from memory import fetch, store
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store import read as fetch
+from memory.store import write as store
 from tests.factories import open_session_obj
 
 

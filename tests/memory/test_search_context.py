@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from conversations.models import Message
-from memory import embeddings
-from memory.extraction import extract_and_store
+from memory.embeddings import models as embeddings
+from memory.extraction.run import extract_and_store
 from memory.models import MemoryUnit
-from memory.recall import recall
+from memory.recall.pipeline import recall
 from tenants.rls import tenant_scope
 from tests.factories import write_memory
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.access import SessionIdRequired, SessionNotFound
-from memory.fetch import visible_memories
+from memory.store.read import visible_memories
 from tests.factories import open_session_obj
 
 

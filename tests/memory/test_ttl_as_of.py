@@ -6,8 +6,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from memory import fetch, lifecycle
-from memory.recall import recall
+from memory.recall.pipeline import recall
+from memory.store import lifecycle
+from memory.store import read as fetch
 from tests.factories import write_memory
 
 

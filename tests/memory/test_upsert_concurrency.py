@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory import fetch, store
 from memory.models import MemoryEvent, MemoryUnit
+from memory.store import read as fetch
+from memory.store import write as store
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj
 from tests.memory.conftest import race

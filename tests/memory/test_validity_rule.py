@@ -1,4 +1,4 @@
-"""The validity rule's three forms (``memory.fetch``: Python, ORM, SQL) agree on every memory and moment."""
+"""The validity rule's three forms (``memory.store.read``: Python, ORM, SQL) agree on every memory and moment."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import timedelta
 from django.db import connection
 from django.utils import timezone
 
-from memory import fetch
 from memory.models import MemoryUnit
+from memory.store import read as fetch
 from tenants.rls import tenant_scope
 from tests.factories import write_memory
 

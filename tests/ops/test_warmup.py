@@ -1,5 +1,5 @@
 """A server worker loads its models on a background thread as it starts, so the first customer of a fresh
-worker does not wait for them (chat/warmup.py)."""
+worker does not wait for them (chat/turn/warmup.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chat import warmup
+from chat.turn import warmup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ import gc, threading, time
 started = time.perf_counter()
 import config.asgi
 imported = time.perf_counter() - started
-from memory import embeddings
+from memory.embeddings import models as embeddings
 warm = [t for t in threading.enumerate() if t.name == "memdesk-warmup"]
 for t in warm:
     t.join(120)

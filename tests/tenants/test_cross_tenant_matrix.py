@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from memory import store
+from memory.store import write as store
 from tests.factories import open_session, open_session_obj
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -383,8 +383,8 @@ def test_memory_serializers_accept_only_storable_text(content, data, query):
 @settings(max_examples=100, deadline=None)
 @given(text=hostile_text, client_msg_id=st.one_of(st.none(), hostile_text), end_user_id=hostile_text, meta=hostile_json)
 def test_message_and_session_checks_accept_only_storable_text(text, client_msg_id, end_user_id, meta):
-    from chat.messages import InvalidMessage, check_message
     from chat.serializers import BatchIn, OpenSessionIn
+    from chat.sessions.messages import InvalidMessage, check_message
 
     try:
         checked = check_message(text, client_msg_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from chat import tools as tools_mod
+from chat.tools import registry as tools_mod
 from tenants import signing
 from testkit.fake_ollama import Reply
 from tests.factories import open_session

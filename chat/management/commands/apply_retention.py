@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chat.retention import do_apply_retention
+from chat.privacy.retention import do_apply_retention
 from tenants.models import Tenant
 
 

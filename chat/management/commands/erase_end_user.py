@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chat.end_users import do_erase_end_user
+from chat.privacy.rights import do_erase_end_user
 from config.errors import ApiError
 from tenants.models import Erasure, Tenant
 

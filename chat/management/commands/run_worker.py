@@ -7,10 +7,10 @@ procrastinate leaves to its users: a job whose worker died (killed, OOM,
 machine lost) stays ``doing`` forever. Every worker sends a heartbeat; this
 command puts back in the queue the jobs of workers silent for longer than
 ``--stalled-after`` seconds, at start and then every ``--heartbeat`` seconds.
-A batch job resumes after its last finished item (``chat.batches``).
+A batch job resumes after its last finished item (``chat.tools.batches``).
 
 It writes the conversation memory of chat turns: each turn announces its
-messages (``memory.writer``: LISTEN/NOTIFY, no job row), and the worker
+messages (``memory.conversation.writer``: LISTEN/NOTIFY, no job row), and the worker
 writes the turns announced within ``--memory-wait-ms`` of each other in one
 batch. What nobody heard (no worker was running, its connection was lost)
 is written by the sweep (``manage.py index_messages``): once the worker
@@ -20,7 +20,7 @@ those older than a minute. With ``MEMDESK_MEMORY_WRITER=off`` it does neither
 worker sweeps what they left).
 
 It loads the embedding models and jieba's dictionaries before it takes a job
-(``chat.warmup``; ``MEMDESK_WARMUP=0`` leaves them to the first job).
+(``chat.turn.warmup``; ``MEMDESK_WARMUP=0`` leaves them to the first job).
 
 SIGTERM / SIGINT stop the worker gracefully: the item in flight finishes, the
 batch job goes back to the queue and the next worker resumes it.
@@ -43,11 +43,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from chat import warmup
-from chat.batches import BATCH_QUEUE, RUN_BATCH
 from chat.tasks import RUNNING_JOBS
-from memory import writer
-from memory.conversation import SETTLE
+from chat.tools.batches import BATCH_QUEUE, RUN_BATCH
+from chat.turn import warmup
+from memory.conversation import writer
+from memory.conversation.units import SETTLE
 from memory.management.commands.index_messages import index_all_pending
 from memory.tasks import HEALTH_QUEUE
 
@@ -208,7 +208,8 @@ class Command(BaseCommand):
                     memory_writer.cancel()
 
     async def _write_memory(self, listening: asyncio.Future[int], options: Any) -> None:
-        """The conversation-memory writer (``memory.writer.listen``) on a psycopg connection of its own; each
+        """The conversation-memory writer (``memory.conversation.writer.listen``) on a psycopg connection of its own;
+        each
         time it listens, the sweep writes every message not yet written (the first count goes to
         ``listening``)."""
         import psycopg

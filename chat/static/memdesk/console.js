@@ -1,10 +1,10 @@
 /* memdesk staff console (/staff/console/): the live queue and the conversation a staff member takes over.
  *
- * Talks to ws/staff/ (chat/staff_consumer.py; frames in docs/api-extensions.md). Every piece of text from the
+ * Talks to ws/staff/ (chat/handoff/consumer.py; frames in docs/api-extensions.md). Every piece of text from the
  * server is put in with textContent, never as markup; handlers are attached here, never inline (the page's
  * CSP refuses inline handlers). Pings every 20 s: that is also how memdesk knows someone is online.
  * Its words come from the page, in the staff member's language: the JSON block #mdk-console-text
- * (chat/console_text.py); "{name}" in one is filled in by t(). */
+ * (chat/handoff/console_text.py); "{name}" in one is filled in by t(). */
 (function () {
   "use strict";
   var root = document.getElementById("mdk-console");

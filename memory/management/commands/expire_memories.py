@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.lifecycle import do_cleanup_expired, history_retention
+from memory.store.lifecycle import do_cleanup_expired, history_retention
 from tenants.models import Tenant
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import embeddings
+from memory.embeddings import models as embeddings
 from memory.models import MemoryUnit
 from tenants.models import Tenant
 from tenants.rls import tenant_scope

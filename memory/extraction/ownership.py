@@ -1,0 +1,407 @@
+"""Whose is it: decides whether a phone number, e-mail, address, name or birthday in a message is the END USER's.
+
+Profile facts are upserted per end user and the anchor keys (name, phone, email, order_id, address, current_topic)
+open every later prompt, so one wrong attribution replaces the customer's real phone with a hotel's for weeks.
+The rule is therefore asymmetric:
+
+- the **user's** words are about the user unless they name someone else: 「我老婆的电话是…」, 「寄到我公司」,
+  "my wife's number is …", 「酒店电话是…」; a bare value the user types is theirs;
+- the **agent's** words are about the user only when they say so: 「您的手机号是…」, 「您留的地址」, 「请您保持手机
+  …畅通」, "your phone number is …", "the address on your account"; a number the agent gives without that
+  (「您可以打010-…这个号码」, 「我们的客服热线」, "you can call the hotel at …") belongs to someone else.
+
+:func:`whose` reads the words around the value: the nearest possessor marker before it in its clause (the last one
+wins, so "my wife's" is the wife's), else in the earlier clauses of its sentence, or a copula right after it
+(「13800001111 是我妈的」, "… is not mine", "… on file for you", "… as your contact number"). A venue or a company
+owns the value only when the words go on to its contact details (「快递员电话」, 「门店地址」, "the hotel at"):
+「我在门店买的，手机号…」 is still the user's number. A courier, a driver or a technician also owns what they gave,
+left or sent (「快递小哥给的号码」, "the courier left a note saying to call …"), unless it was given to them
+(「我给快递员留的号码」), and a 他/她/"his" whose nearest person is such a courier is the courier. An address
+followed by a venue's noun is the venue's ("the 250 Main Street, Cambridge store", 「… 号门店」). A contact's own
+verb of living is theirs (「我朋友住在…」), and a denial hands the value to the contact named before it ("my sister's
+address, not mine: …"). The agent's 「您登记的…」 carries over to the next bare field it reads back
+(「您登记的姓名是刘建国，邮箱 …」). Values inside quotes or after 「例如」/"for example" are nobody's profile.
+
+:func:`disowned_mentions` finds the profile keys the user says are not theirs (「这不是我的电话」, "that email isn't
+mine"). Pure; no database access.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Owner", "Ownership", "disowned_mentions", "is_quoted_or_example", "owner_of", "whose"]
+
+#: ``user``: the end user's own; ``contact``: a person the user names (a relative, a friend, a colleague);
+#: ``work``: the user's workplace; ``other``: a venue, a company, a courier, a hotline, an example, or a value the
+#: agent states without saying it is the user's.
+Owner = Literal["user", "contact", "work", "other"]
+
+_CLAUSE_END = "，。；！？,;!?\n"
+_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
+
+_RELATIVES_ZH = (
+    "老婆|老公|媳妇|妻子|丈夫|爱人|太太|对象|男朋友|女朋友|男友|女友|未婚妻|未婚夫|妈妈|爸爸|母亲|父亲|老妈|老爸|爷爷|"
+    "奶奶|外公|外婆|姥姥|姥爷|儿子|女儿|孩子|小孩|哥哥|姐姐|弟弟|妹妹|朋友|同事|同学|老板|领导|上司|室友|舍友|邻居|家人|"
+    "亲戚|婆婆|公公|岳母|岳父|丈母娘|闺蜜|舅舅|叔叔|表哥|表姐|表弟|表妹|堂哥|堂姐|助理|秘书|房东|父母|爸妈"
+)
+_CONTACT_WHO = (
+    rf"我?(?:{_RELATIVES_ZH})|我的?[妈爸哥姐弟妹](?!妹)|(?<!其)[他她](?!们)的?|"
+    r"(?i:(?<![A-Za-z])(?:wife|husband|partner|spouse|fianc[ée]e?|mom|mum|mother|dad|father|parents?|son|daughter|"
+    r"kids?|child(?:ren)?|brother|sister|sibling|friend|colleague|co-?worker|boss|neighbou?r|roommate|flatmate|"
+    r"assistant|secretary|girlfriend|boyfriend|grand(?:ma|pa|mother|father|parents?)|aunt|uncle|cousin|nephew|niece|"
+    r"landlord|landlady|in-laws?|his|her|him)(?:'s|’s)?(?![A-Za-z]))"
+)
+# 「我朋友住在…」: the contact lives there. The verb is part of the marker so that it ends after the user's own
+# 「住在」 and wins over it; ``who`` is the contact's name kept in the marker.
+_CONTACT = rf"(?P<who>{_CONTACT_WHO})(?:现在|目前|也|就|一直|平时)?(?:住在|家在|住)?"
+_CONTACT_NAMED = re.compile(_CONTACT_WHO)
+# 他/她, "his"/"her" stand for the person named last: 「快递员说他的电话是…」, "the driver said his number is …"
+# are the courier's, not a contact's.
+_PRONOUN = re.compile(r"(?<!其)[他她](?!们)|(?i:(?<![A-Za-z])(?:his|her|him)(?![A-Za-z]))")
+_ACTS_ON_PRONOUN = re.compile(
+    r"[^，。；！？,;!?]{0,6}?(?:给|联系|找|通知|告诉|叫)[他她]|"
+    r"(?i:[^,;.!?]{0,12}?(?:call(?:ed)?|text(?:ed)?|told|gave|emailed|contacted)\s+(?:him|her))"
+)
+_OTHER = (
+    r"快递(?:员|小哥|公司|站|点|柜|网点)|快递(?=电话|的电话)|物流(?:公司|电话)|配送(?:员|站)|骑手|外卖(?:员|小哥)|"
+    r"送货员|派件员|揽件员|司机|师傅|工程师|技术员|维修员|安装工|商家|卖家|店家|商户|商城|店铺|门店|本店|店里|"
+    r"专卖店|旗舰店|分店|体验店|网点|营业厅|服务中心|"
+    r"售后(?:中心|网点|点|部|电话)|客服|热线|服务台|前台|总台|酒店|宾馆|民宿|旅馆|景区|景点|博物馆|餐厅|饭店|医院|诊所|"
+    r"药店|银行|学校|物业|仓库|驿站|快递柜|代收点|自提点|门卫|机场|航空公司|车站|平台|官方|厂家|厂商|供应商|发件人|"
+    r"寄件人|对方|他们|她们|人工|哪家|谁的|"
+    r"(?i:(?<![A-Za-z])(?:hotel|motel|hostel|store|shop|outlet|branch|restaurant|cafe|clinic|hospital|pharmacy|bank|"
+    r"school|courier|driver|delivery (?:guy|person|driver|man)|mailman|postman|technician|engineer|installer|"
+    r"support|hotline|helpline|help ?desk|customer (?:service|care|support)|call cent(?:er|re)|service cent(?:er|re)|"
+    r"warehouse|depot|front desk|reception|concierge|seller|merchant|vendor|dealer|venue|museum|airline|airport|"
+    r"station|sender|agency|department|their|toll-free)(?:'s|’s)?(?![A-Za-z]))"
+)
+_WORK_BY_ROLE = {
+    # The user's workplace: 「寄到我公司」, 「单位地址」, "my office address".
+    "user": r"我(?:们)?(?:的)?(?:公司|单位)|公司|单位|办公室|上班的地方|工作地点|"
+    r"(?i:(?<![A-Za-z])(?:office|workplace|employer|company|business address|work(?=\s+(?:address|phone|number|"
+    r"e-?mail))|at work|to work)(?![A-Za-z]))",
+    # The agent means the user's workplace only with 「您」/"your"; its own office is the company's (_OTHER).
+    "assistant": r"您(?:的)?(?:公司|单位)|"
+    r"(?i:(?<![A-Za-z])your\s+(?:office|workplace|employer|company|work)(?![A-Za-z]))",
+}
+# A self marker that is negated says the value is NOT the user's: 「这不是我的电话 138…」, "that's not my number".
+_NEGATED_SELF = re.compile(
+    r"不是我(?:本人)?的?|并非我的?|不属于我|(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine))"
+)
+_OTHER_BY_ROLE = {
+    # The agent's own company: 「我们的客服热线」, "our support line", 「我司」.
+    "assistant": r"我们的|我们(?=公司|门店|店|客服|热线|官方|售后|仓库|总部|这边的)|我司|本公司|本平台|"
+    r"公司|单位|办公室|"
+    r"(?i:(?<![A-Za-z])(?:our|we're located|we are located|office|company|head office)(?![A-Za-z]))",
+    # The company the user is talking to: 「你们客服电话」, "your hotline".
+    "user": r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))",
+}
+_SELF_BY_ROLE = {
+    "user": r"我(?:的|本人|自己的?)|本人|我叫|我是|叫我|住在|家在|家里|"
+    r"我(?=手机|电话|号码|邮箱|地址|住址|家|名字|姓名|生日|微信|联系方式)|"
+    r"[打联系找呼]我|给我(?:打|回)|寄到我(?=这|家|那)|"
+    r"(?i:(?<![A-Za-z])(?:my|mine|me|i'm|i’m|i am|i live|i'm living|i am living|i'm staying|i am staying|home)"
+    r"(?![A-Za-z]))",
+    "assistant": r"您(?:在\S{1,6}?)?(?:登记|预留|留|填写|绑定|注册)的|"
+    r"您(?:这边|本人)?(?:的|留的|预留的|登记的|绑定的|注册的|提供的|填写的|填的|下单时?(?:填写|留|预留)的|"
+    r"账[户号]上?(?:绑定)?的)|您(?:保持|确认|核对|核实)?(?:一下)?(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
+    r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
+    r"[为帮给]您(?:把|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
+    r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
+    r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
+}
+_EXAMPLE = re.compile(
+    r"例如|比如|譬如|举个?例|示例|样例|格式(?:如|为|是|:|：)|比方说|假设|(?i:e\.g\.|for example|for instance|such as|"
+    r"(?<![A-Za-z])(?:sample|dummy|format)(?![A-Za-z]))"
+)
+# After the value, a copula or a demonstrative hands the value to the possessor that follows:
+# 「13800001111 是我妈的」, 「这个号码联系您」, "… is my wife's", "… isn't mine".
+_TAIL_LINK = re.compile(
+    r"\s*(?:这个|那个|这|那|该)?\s*(?:号码|手机号?|电话|地址|邮箱)?\s*(?:不是|并非|是|为|属于|"
+    r"(?i:is\s*n[o']t|isn't|is|was|belongs to)(?![A-Za-z])|=|—)|"
+    r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您|"
+    # "We have (415) 555-0143 on file for you", "I've saved … as your contact number"
+    r"\s*(?i:on\s+file|as)(?![A-Za-z])"
+)
+_PRIORITY: dict[Owner, int] = {"other": 3, "contact": 2, "work": 1, "user": 0}
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Whose a value is, and the words that said so (「老婆」, "hotel"; empty when nothing did)."""
+
+    owner: Owner
+    marker: str = ""
+
+
+# A venue, a company or a courier owns the value only when the words go on to name its contact details
+# (「快递员电话」, 「门店地址」, 「酒店的」, "the hotel's", "the hotel at", "front desk is"), or the value follows it
+# directly: 「我在门店买的，手机号…」 mentions a shop but gives the user's own number.
+_VENUE_FOLLOWER = re.compile(
+    r"\s*(?:的|电话|地址|号码|手机|邮箱|热线|座机|联系方式|是|在|为|打(?:过|了)?的?电话|[:：]\s*$|\s*$)|"
+    r"(?i:(?:'s|’s)|,\s*$|\s+(?:directly\s+)?(?:number|phone|line|address|e-?mail|is|at|on|can be reached|"
+    r"can be called)(?![A-Za-z]))"
+)
+# A courier, a driver or a technician also owns the number they gave, left or sent: 「快递小哥给的号码」,
+# 「师傅留的电话」, "the courier left a note saying to call …" — unless they are the one it was given to:
+# 「我给快递员留的号码」 is the user's own number.
+_PERSON_OTHER = re.compile(
+    r"快递(?:员|小哥)|外卖(?:员|小哥)|配送员|送货员|派件员|揽件员|骑手|司机|师傅|工程师|技术员|维修员|安装工|"
+    r"(?i:courier|driver|delivery (?:guy|person|driver|man)|mailman|postman|technician|engineer|installer)"
+)
+# The verb takes its recipient with it (「给我的」, "gave me"), so the 「我的」/"me" in it is not the owner.
+_GAVE = re.compile(
+    r"\s*(?:刚才|刚刚|之前|上次|昨天|今天)?(?:给|留|发|报|说|提供|告诉|打来|打过来)(?:了|过)?(?:给)?(?:我|您)?"
+    r"(?:的|过来的|来的)?|"
+    r"(?i:\s+(?:left|gave|sent|texted|wrote|said|told|mentioned|called|rang)(?:\s+(?:me|us|you))?(?![A-Za-z]))"
+)
+_GIVEN_TO = re.compile(
+    r"(?:给|向|跟|和|让|告诉|问|帮|替|在)\s*$|"
+    r"(?i:(?<![A-Za-z])(?:to|told|asked|gave|give|tell|ask|for)\s+(?:the\s+|my\s+|our\s+)?$)"
+)
+# An address followed by a venue's noun is the venue's: "the 250 Main Street, Cambridge store", 「… 号门店」.
+_VENUE_AFTER = re.compile(
+    r"\s*(?P<noun>门店|分店|专卖店|旗舰店|体验店|营业厅|网点|仓库|酒店|宾馆|诊所|医院|药店|店(?:里|内|铺)|店(?=[，。；！？,;!?\s]|$)|"
+    r"(?i:(?:store|shop|branch|office|hotel|clinic|warehouse|location|outlet|depot|showroom|pharmacy|"
+    r"restaurant)(?![A-Za-z])))"
+)
+# The agent reading back what the user registered, one bare field after another: 「您登记的姓名是刘建国，邮箱 …」.
+# The field's clause must hold nothing else: 「…，邮箱 support@shop.com 可以联系我们」 is the company's.
+_REGISTERED = re.compile(
+    r"登记|预留|留|填写|填|绑定|注册|(?i:on file|on (?:the|your) account|you (?:gave|provided|registered|left|"
+    r"entered|listed))"
+)
+_BARE_FIELD = re.compile(
+    r"\s*(?:手机号码|手机号|手机|电话号码|电话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址|"
+    r"(?i:(?:phone|mobile|cell)(?: number)?|e-?mail(?: address)?|address))\s*(?:是|为|:|：|(?i:is))?\s*"
+)
+
+
+def _patterns(role: str) -> tuple[tuple[Owner, re.Pattern[str], bool], ...]:
+    return _COMPILED["user" if role == "user" else "assistant"]
+
+
+_COMPILED: dict[str, tuple[tuple[Owner, re.Pattern[str], bool], ...]] = {
+    role: (
+        ("other", _NEGATED_SELF, False),
+        ("other", re.compile(_OTHER), True),
+        ("other", re.compile(_OTHER_BY_ROLE[role]), True),
+        ("contact", re.compile(_CONTACT), False),
+        ("work", re.compile(_WORK_BY_ROLE[role]), False),
+        ("user", re.compile(_SELF_BY_ROLE[role]), False),
+    )
+    for role in ("user", "assistant")
+}
+
+
+def _last_marker(segment: str, role: str, *, tail: bool = False) -> Ownership | None:
+    """The possessor marker that ends last in ``segment``; of two ending together the longer wins (「您公司」 over
+    「公司」, 「不是我的」 over 「我的」), then the more cautious owner. After the value (``tail``) a venue counts
+    without naming its contact details: 「… 是哪家店的」, "… is the hotel's"."""
+    best: tuple[int, int, int, Ownership] | None = None
+    for owner, pattern, needs_follower in _patterns(role):
+        for match in pattern.finditer(segment):
+            if not match.group(0):
+                continue
+            end = _owner_end(segment, match) if needs_follower and not tail else match.end()
+            if end is None:
+                continue
+            rank = (end, end - match.start(), _PRIORITY[owner])
+            if best is None or rank > best[:3]:
+                best = (*rank, Ownership(owner, (match.groupdict().get("who") or match.group(0)).strip()))
+    return best[3] if best else None
+
+
+def _owner_end(segment: str, match: re.Match[str]) -> int | None:
+    """Where the venue or person at ``match`` ends as an owner, or None when it owns nothing that follows: it must go
+    on to its contact details (its own end), or to what it gave (the end of the giving: 「快递员给我的」)."""
+    if _VENUE_FOLLOWER.match(segment, match.end()):
+        return match.end()
+    gave = _GAVE.match(segment, match.end()) if _PERSON_OTHER.fullmatch(match.group(0)) else None
+    if gave is None or _GIVEN_TO.search(segment, 0, match.start()):
+        return None
+    return gave.end()
+
+
+def _sentence_start(text: str, position: int) -> int:
+    start = 0
+    for match in _SENTENCE_END.finditer(text, 0, position):
+        start = match.end()
+    return start
+
+
+def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    left = max(text.rfind(char, 0, start) for char in _CLAUSE_END) + 1
+    rights = [i for i in (text.find(char, end) for char in _CLAUSE_END) if i >= 0]
+    return left, min(rights) if rights else len(text)
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    before, after = text[:start], text[end:]
+    for opening, closing in (("「", "」"), ("“", "”"), ("『", "』"), ("‘", "’")):
+        if before.rfind(opening) > before.rfind(closing) and closing in after:
+            return True
+    line = before[before.rfind("\n") + 1 :]
+    return line.count('"') % 2 == 1 and '"' in after.split("\n", 1)[0]
+
+
+def is_quoted_or_example(text: str, start: int, end: int) -> bool:
+    """The value at ``text[start:end]`` sits inside quotes or follows 「例如」/"for example," in its sentence."""
+    return _quoted(text, start, end) or bool(_EXAMPLE.search(text, _sentence_start(text, start), start))
+
+
+def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
+    """Whose the profile value at ``text[start:end]`` is, said by ``role`` (``"user"``, else the agent's side).
+
+    Examples and quoted values are ``other`` unless the clause also says they are the user's own; a hotline is
+    judged by the caller (:mod:`memory.text.phones`), not here.
+    """
+    venue = _VENUE_AFTER.match(text, end)
+    if venue:
+        return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
+    left, right = _clause_bounds(text, start, end)
+    tail = text[end:right][:24]
+    link = _TAIL_LINK.match(tail)
+    found = _last_marker(tail, role, tail=True) if link else None
+    lead = _last_marker(text[left:start], role)
+    found = found or lead
+    if found is None:
+        # Earlier clauses of the sentence: 「收件人是我妈，电话…」, 「寄到我公司，地址是…」. The agent's 「您的」 there
+        # confirms nothing about this value (「您的订单已发货，如有问题请拨打…」), so only third parties count.
+        earlier = _last_marker(text[_sentence_start(text, left) : left], role)
+        if earlier is not None and (
+            role == "user"
+            or earlier.owner != "user"
+            or (_REGISTERED.search(earlier.marker) and _BARE_FIELD.fullmatch(text[left:start]) and not tail.strip())
+        ):
+            found = earlier
+    if found is not None and found.owner == "other" and _NEGATED_SELF.fullmatch(found.marker):
+        found = _contact_before_denial(text, start, role) or found
+    if found is not None and found.owner == "contact":
+        found = _pronoun_for_a_courier(text, start, found)
+    if is_quoted_or_example(text, start, end) and not (lead and lead.owner == "user"):
+        return Ownership("other", "example")
+    if found is not None:
+        return found
+    if role == "user":
+        recipient = _recipient_in_sentence(text, start, end)
+        if recipient is not None:
+            return recipient
+    return Ownership("user") if role == "user" else Ownership("other")
+
+
+#: 「收件人周桂芳」, 「使用人是王子豪」: the sentence names who receives or uses what is sent.
+_RECIPIENT = re.compile(
+    r"(?:收件人|收货人|使用人|联系人)(?:是|为|叫|:|：)?\s*(?P<who>(?![我是为叫])[\u4e00-\u9fff]{2,4})"
+)
+#: 「…，他电话 186…」: the value's sentence goes on to a third person's own contact details.
+_THIRD_PERSONS_OWN = re.compile(r"(?<!其)(?P<who>[他她])(?!们)的?(?:电话|手机|号码|地址|邮箱|微信)")
+
+
+def _recipient_in_sentence(text: str, start: int, end: int) -> Ownership | None:
+    """A bare value in the user's sentence that names a recipient (「寄到…，收件人周桂芳，电话…」) or goes on to
+    a third person's details (「王子豪，寄到…，他电话…」) is that person's: the user is telling where to send it
+    and whom to call, not where they live."""
+    sentence = _sentence_start(text, start)
+    after = _SENTENCE_END.search(text, end)
+    stop = after.start() if after else len(text)
+    named = _RECIPIENT.search(text, sentence, stop)
+    if named is not None and not (named.start() <= start < named.end()):
+        return Ownership("contact", named.group("who"))
+    own = _THIRD_PERSONS_OWN.search(text, end, stop)
+    if own is not None and not _ACTS_ON_PRONOUN.match(text, max(sentence, own.start() - 6)):
+        return Ownership("contact", own.group("who"))
+    return None
+
+
+def _contact_before_denial(text: str, start: int, role: str) -> Ownership | None:
+    """「这是我姐的地址，不是我的：…」, "my sister's address, not mine: …": the denial hands the value to the contact
+    named before it in the sentence."""
+    sentence = _sentence_start(text, start)
+    denials = list(_NEGATED_SELF.finditer(text, sentence, start))
+    if not denials:
+        return None
+    before = _last_marker(text[sentence : denials[-1].start()], role)
+    return before if before is not None and before.owner == "contact" else None
+
+
+def _bare(marker: str) -> str:
+    return re.sub(r"(?:'s|’s|的)$", "", marker)
+
+
+def _pronoun_for_a_courier(text: str, start: int, found: Ownership) -> Ownership:
+    """A pronoun (他/她, "his") whose nearest person before it is a courier, a driver or a technician is theirs."""
+    if not _PRONOUN.fullmatch(_bare(found.marker)):
+        return found
+    pronouns = list(_PRONOUN.finditer(text, 0, start))
+    if not pronouns:
+        return found
+    before = text[: pronouns[-1].start()]
+    # 「快递员给她打过电话」: a pronoun the courier acts on is someone else, so that courier is no antecedent.
+    person = max(
+        (m.end() for m in _PERSON_OTHER.finditer(before) if not _ACTS_ON_PRONOUN.match(before, m.end())),
+        default=-1,
+    )
+    named = (m.end() for m in _CONTACT_NAMED.finditer(before) if not _PRONOUN.fullmatch(_bare(m.group(0))))
+    if person > max(named, default=-1):
+        return Ownership("other", "courier")
+    return found
+
+
+def owner_of(text: str, start: int, end: int, *, role: str) -> Owner:
+    """Shorthand for ``whose(...).owner``."""
+    return whose(text, start, end, role=role).owner
+
+
+# --------------------------------------------------------------------------------------------------------------
+# "That is not mine"
+# --------------------------------------------------------------------------------------------------------------
+
+_KEY_NOUNS: tuple[tuple[str, str], ...] = (
+    ("email", r"邮件地址|电子邮箱|邮箱|电子邮件|(?i:e-?mail(?:\s+address)?)"),
+    (
+        "phone",
+        r"手机号码|手机号|手机|电话号码|电话|联系方式|(?<![单订码])号码|(?i:phone(?:\s+number)?|mobile|cell|number)",
+    ),
+    ("address", r"收货地址|收件地址|住址|地址|(?i:address)"),
+    ("name", r"姓名|名字|(?i:name)"),
+)
+_NOT_PHONE_NUMBER = re.compile(r"(?i:order|tracking|account|case|ticket|reference|card|invoice)\s+$")
+_DISOWN = re.compile(
+    r"(?:不是|并不是|并非|不属于|不再是)\s*我(?:本人)?(?:的)?|"
+    r"(?i:(?<![A-Za-z])(?:is\s*n['o]t|isn't|is not|'s not|’s not|are not|aren't|not)\s+(?:my|mine)(?![A-Za-z])|"
+    r"(?:does\s*n['o]t|doesn't|does not|do not|don't)\s+belong\s+to\s+me)"
+)
+
+
+def _noun_key(segment: str, *, last: bool) -> str | None:
+    hits: list[tuple[int, str]] = []
+    for key, pattern in _KEY_NOUNS:
+        for match in re.finditer(pattern, segment):
+            if key == "phone" and _NOT_PHONE_NUMBER.search(segment[: match.start()]):
+                continue  # "order number" is no phone
+            hits.append((match.start(), key))
+    if not hits:
+        return None
+    return (max if last else min)(hits)[1]
+
+
+def disowned_mentions(text: str) -> list[str]:
+    """The profile keys (phone, email, address, name) the speaker says are not theirs, in the order said.
+
+    「这不是我的电话」→ ``["phone"]``; 「邮箱不对，那不是我的」→ ``["email"]``; "that email isn't mine" →
+    ``["email"]``. The key noun is the first one after the denial in its clause (「不是我的地址」, "not my address"),
+    else the last one before it in the same sentence. No profile noun, no key ("that's not my fault").
+    """
+    keys: list[str] = []
+    for match in _DISOWN.finditer(text):
+        after = re.split(r"[，。；！？,;!?\n]", text[match.end() : match.end() + 20], maxsplit=1)[0]
+        key = _noun_key(after, last=False) or _noun_key(
+            text[_sentence_start(text, match.start()) : match.start()], last=True
+        )
+        if key is not None and key not in keys:
+            keys.append(key)
+    return keys

@@ -1,0 +1,56 @@
+"""What a memory's search columns hold: ``search_text`` (its own words), ``search_context`` (the
+conversation it came from) and ``search_vector`` (both, for PostgreSQL's full-text search).
+
+``search_vector`` is computed by PostgreSQL in the statement that writes the row, in two forms that must
+agree, both here: :func:`search_vector` (an ORM expression, for ``save()``) and :func:`search_vector_sql`
+(for the batch ``INSERT`` of ``memory.store.write``); ``tests/memory/test_batch_write.py`` checks it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.postgres.search import SearchVector
+from django.db.models import Value
+
+from memory.text.language import TS_CONFIG, document_text
+from memory.text.redaction import redact
+
+#: ``search_vector`` weight of a memory's conversational context. Its own text keeps PostgreSQL's default
+#: weight D, so rows written before context existed read the same; recall's BM25 counts a term found only
+#: in the context at half the weight of one in the memory's own text (memory/recall/pipeline.py).
+CONTEXT_WEIGHT = "C"
+#: At most this many context words are indexed per memory (two chat messages' worth).
+CONTEXT_WORDS = 200
+
+
+def search_fields(content: str, key: str | None, data: dict[str, Any]) -> str:
+    """``search_text``: the segmented words of a memory's content, key and scalar data values."""
+    values = [str(v) for v in data.values() if isinstance(v, str | int | float)]
+    return document_text([content, (key or "").replace("_", " "), *values])
+
+
+def context_text(*messages: str) -> str:
+    """Segmented, redacted words of the conversation around a memory, for ``search_context``. Secrets never
+    reach the index (they would be searchable otherwise)."""
+    words = document_text([redact(m) for m in messages if m]).split()
+    return " ".join(words[:CONTEXT_WORDS])
+
+
+def search_vector(search_text: str, search_context: str = "") -> Any:
+    """``search_vector`` computed by PostgreSQL in the statement that writes
+    the row (INSERT or UPDATE): the memory's own words at the default weight,
+    its context's at ``CONTEXT_WEIGHT``. The instance keeps the expression,
+    not the tsvector: reading the value means loading the row."""
+    own = SearchVector(Value(search_text), config=TS_CONFIG)
+    if not search_context:
+        return own
+    return own + SearchVector(Value(search_context), config=TS_CONFIG, weight=CONTEXT_WEIGHT)
+
+
+def search_vector_sql(row: str) -> str:
+    """:func:`search_vector` as SQL, of the row ``row`` (an alias with ``search_text`` and
+    ``search_context``): an empty context adds nothing to the tsvector."""
+    own = f"to_tsvector('{TS_CONFIG}'::regconfig, COALESCE({row}.search_text, ''))"
+    context = f"to_tsvector('{TS_CONFIG}'::regconfig, COALESCE({row}.search_context, ''))"
+    return f"{own} || setweight({context}, '{CONTEXT_WEIGHT}')"
