@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from conversations.models import ChatSession
 from conversations.staff_access import StaffRead, What, record_request_reads
 from memory.models import MemoryUnit
-from memory.store.read import scope_q, valid_q
+from memory.store import scope_q, valid_q
 from tenants.admin_base import member_tenant_ids
 from tenants.local_time import tenant_timezone
 

@@ -10,7 +10,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
-from chat.turn import warmup  # noqa: E402
+from chat.turn import start_warmup  # noqa: E402
 from config import logs  # noqa: E402
 from config.body_limit import BodyLimitMiddleware  # noqa: E402
 
@@ -18,7 +18,7 @@ from config.body_limit import BodyLimitMiddleware  # noqa: E402
 logs.install()
 
 # Models and dictionaries load on a background thread now, not on the worker's first chat turn.
-warmup.start()
+start_warmup()
 
 application = ProtocolTypeRouter(
     {

@@ -16,7 +16,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from config.errors import error_response
-from memory.store.health import combine, publish_stored, tenant_health
+from memory.store import combine, publish_stored, tenant_health
 from tenants.admin_base import member_tenant_ids
 from tenants.models import Tenant
 from tenants.rls import operator_scope

@@ -5,11 +5,11 @@ from drf_spectacular.views import SpectacularAPIView
 
 from chat import pages as chat_pages
 from chat import views as chat_views
-from chat.handoff import views as handoff_views
-from chat.privacy import views as end_user_views
+from chat.handoff import SessionHandoffView, SessionRatingView, SessionReleaseView, staff_console
+from chat.privacy import EndUserDetailView, EndUserExportView
 from config import ops
 from memory import views as memory_views
-from memory.end_user import views as me_views
+from memory.end_user import MeMemoriesView, MeMemoryCorrectView, MeMemoryForgetView
 from tenants.throttles import SessionCreateThrottle
 
 handler400 = "config.errors.handler400"
@@ -25,9 +25,9 @@ api_v1 = [
     path("sessions/<str:session_id>/batches", chat_views.BatchListView.as_view(), name="session-batches"),
     path("sessions/<str:session_id>/batches/<str:task_id>", chat_views.BatchDetailView.as_view(), name="session-batch"),
     # A person takes over (API.md "Handoff to a person"; chat/handoff/state.py).
-    path("sessions/<str:session_id>/handoff", handoff_views.SessionHandoffView.as_view(), name="session-handoff"),
-    path("sessions/<str:session_id>/release", handoff_views.SessionReleaseView.as_view(), name="session-release"),
-    path("sessions/<str:session_id>/rating", handoff_views.SessionRatingView.as_view(), name="session-rating"),
+    path("sessions/<str:session_id>/handoff", SessionHandoffView.as_view(), name="session-handoff"),
+    path("sessions/<str:session_id>/release", SessionReleaseView.as_view(), name="session-release"),
+    path("sessions/<str:session_id>/rating", SessionRatingView.as_view(), name="session-rating"),
     path("tools", chat_views.ToolListView.as_view(), name="tools"),
     path("tools/<str:name>", chat_views.ToolDetailView.as_view(), name="tool-detail"),
     path("memories", memory_views.MemoryListView.as_view(), name="memories"),
@@ -36,11 +36,11 @@ api_v1 = [
     path("memories/<str:memory_id>/expire", memory_views.MemoryExpireView.as_view(), name="memory-expire"),
     path("memories/<str:memory_id>/feedback", memory_views.MemoryFeedbackView.as_view(), name="memory-feedback"),
     # The end user's own memories: the browser's session token, not a tenant key (memory/end_user/views.py).
-    path("me/memories", me_views.MeMemoriesView.as_view(), name="me-memories"),
-    path("me/memories/<str:memory_id>/forget", me_views.MeMemoryForgetView.as_view(), name="me-memory-forget"),
-    path("me/memories/<str:memory_id>/correct", me_views.MeMemoryCorrectView.as_view(), name="me-memory-correct"),
-    path("end-users/<str:end_user_id>/export", end_user_views.EndUserExportView.as_view(), name="end-user-export"),
-    path("end-users/<str:end_user_id>", end_user_views.EndUserDetailView.as_view(), name="end-user-detail"),
+    path("me/memories", MeMemoriesView.as_view(), name="me-memories"),
+    path("me/memories/<str:memory_id>/forget", MeMemoryForgetView.as_view(), name="me-memory-forget"),
+    path("me/memories/<str:memory_id>/correct", MeMemoryCorrectView.as_view(), name="me-memory-correct"),
+    path("end-users/<str:end_user_id>/export", EndUserExportView.as_view(), name="end-user-export"),
+    path("end-users/<str:end_user_id>", EndUserDetailView.as_view(), name="end-user-detail"),
 ]
 
 urlpatterns = [
@@ -57,7 +57,7 @@ urlpatterns = [
     path("chat/", chat_pages.chat_page, name="chat-page"),
     path("widget.js", chat_pages.widget_js, name="widget-js"),
     path("staff/sessions/", chat_pages.live_sessions, name="staff-live-sessions"),
-    path("staff/console/", handoff_views.staff_console, name="staff-console"),
+    path("staff/console/", staff_console, name="staff-console"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("memory/health", ops.memory_health, name="memory-health"),

@@ -31,26 +31,19 @@ from chat.tools.context import execution_context
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from conversations.staff_access import StaffRead, What, record_staff_access
-from memory.models import MemoryUnit
-from memory.recall.pipeline import recall
-from memory.store.read import scope_q, valid_q
-from memory.text.masking import mask_obj, mask_text
-from memory.text.redaction import redact
+from memory.recall import recall
+from memory.store import anchor_facts
+from memory.text import mask_obj, mask_text, redact
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
 
 def _anchor(tenant: Tenant, session: ChatSession, now: Any) -> list[dict[str, str]]:
-    memories = (
-        MemoryUnit.objects.for_tenant(tenant)
-        .filter(scope_q(session), valid_q(now), key__in=ANCHOR_KEYS)
-        .order_by("-relevance_score", "-created_at")
-        .values_list("key", "content")
-    )
-    best: dict[str, str] = {}
-    for key, content in memories:
-        best.setdefault(key, content)
-    return [{"key": key, "content": mask_text(best[key])} for key in ANCHOR_KEYS if key in best]
+    """The prompt's anchor, read as the turn reads it (``memory.store.anchor_facts``), masked as it shows it."""
+    return [
+        {"key": key, "content": mask_text(content)}
+        for key, content in anchor_facts(tenant, session, ANCHOR_KEYS, as_of=now)
+    ]
 
 
 def _recalled(tenant: Tenant, session: ChatSession, query: str) -> list[dict[str, Any]]:

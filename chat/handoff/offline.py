@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 
-from memory.text.phones import find_phones
+from memory.text import find_phones
 from tenants.models import Membership, Tenant
 from tenants.signing import signed_headers
 

@@ -52,9 +52,8 @@ from config.ids import parse_uuid
 from config.text_input import InvalidText, clean_text
 from conversations.access import SessionClosed, SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message, SessionRating
-from memory.conversation.units import index_turn
-from memory.conversation.writer import announce
-from memory.extraction.run import extract_and_store
+from memory.conversation import announce, index_turn
+from memory.extraction import extract_and_store
 from tenants.models import Membership, Tenant
 from tenants.rls import tenant_db_scope, tenant_scope
 

@@ -38,9 +38,8 @@ from chat.sessions import events
 from config.db.sql import fetch_row, unit_of_work
 from conversations.access import SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message
-from memory.extraction.run import extract_and_store
-from memory.text.language import detect_language
-from memory.text.mood import detect_mood
+from memory.extraction import extract_and_store
+from memory.text import detect_language, detect_mood
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 

@@ -33,7 +33,7 @@ from chat.models import Batch
 from conversations.models import ChatSession, Message
 from conversations.retention import do_delete_old_messages, expired_messages_q, message_retention
 from memory.models import MemoryUnit
-from memory.store.retention import do_apply_memory_retention
+from memory.store import do_apply_memory_retention
 from tenants.models import Tenant
 from tenants.retention import delete_in_locked_batches
 from tenants.rls import operator_scope, tenant_scope

@@ -32,10 +32,18 @@ from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
 from sumy.summarizers.lex_rank import LexRankSummarizer
 from sumy.utils import get_stop_words
 
-from memory.text.compression import clean, compress, entities, is_filler
-from memory.text.language import CJK_RE, cut, detect_language
-from memory.text.masking import mask_text
-from memory.text.redaction import PLACEHOLDER_RE, redact
+from memory.text import (
+    CJK_RE,
+    PLACEHOLDER_RE,
+    clean,
+    compress,
+    cut,
+    detect_language,
+    entities,
+    is_filler,
+    mask_text,
+    redact,
+)
 
 __all__ = ["KEYWORD_WEIGHT", "SUMMARY_PREFIX", "WINDOW", "SentenceTokenizer", "last_exchanges", "summarize"]
 

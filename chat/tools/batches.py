@@ -37,7 +37,7 @@ from config.ids import parse_uuid
 from conversations.access import require_session_id
 from conversations.models import ChatSession
 from memory.models import MemoryType
-from memory.store import write as memory_store
+from memory.store import do_write_memory
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -180,7 +180,7 @@ def progress_data(batch: Batch) -> dict[str, Any]:
 
 
 def _write_progress(tenant: Tenant, session: ChatSession, batch: Batch) -> None:
-    memory_store.do_write_memory(
+    do_write_memory(
         tenant, session, type=MemoryType.BATCH_OPERATION, key=memory_key(batch.pk),
         content=progress_text(batch, tenant.language), data=progress_data(batch), expires_in=MEMORY_TTL_S,
     )  # fmt: skip

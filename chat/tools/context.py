@@ -51,10 +51,8 @@ from config.errors import ApiError
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory.models import MAX_CONTENT, MemoryType
-from memory.store import write as memory_store
-from memory.store.consent import memory_enabled_for_session
-from memory.text.compression import compress_tool_result
-from memory.text.redaction import PLACEHOLDER_RE, redact_obj
+from memory.store import do_write_memory, memory_enabled_for_session
+from memory.text import PLACEHOLDER_RE, compress_tool_result, redact_obj
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -275,7 +273,7 @@ def do_finish_tool_call(
         )  # fmt: skip
         # Memory off for this end user (memory.store.consent): the answer stays in the execution context only.
         if content is not None and memory_enabled_for_session(tenant, session):
-            memory_store.do_write_memory(
+            do_write_memory(
                 tenant, session, type=MemoryType.TOOL_RESULT, content=content, key=f"tool:{name}",
                 data=memory_data(name, redacted), source_message=audit, source_role=Message.Role.TOOL,
             )  # fmt: skip

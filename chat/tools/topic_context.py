@@ -14,8 +14,7 @@ from django.utils import timezone
 from chat.models import ExecutionContext
 from conversations.access import require_session_id
 from conversations.models import ChatSession
-from memory.topics.detect import TopicSwitch
-from memory.topics.freeze import attach_tool_context
+from memory.topics import TopicSwitch, attach_tool_context
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 

@@ -26,12 +26,10 @@ from config.db.sql import fetch_row
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory import metrics
-from memory.conversation.units import squash
-from memory.conversation.writer import announce
-from memory.extraction.run import extract_and_store
+from memory.conversation import announce, squash
+from memory.extraction import extract_and_store
 from memory.models import AmnesiaAlert, MemoryUnit
-from memory.store import feedback as memory_feedback
-from memory.store.health import amnesia_phrase
+from memory.store import amnesia_phrase, apply_feedback, feedback_sql
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -126,9 +124,7 @@ def finish_turn(
         streak, phrase = _amnesia_check(reply.text, prepared.recall_empty, current)
         alerted = phrase is not None or (streak > 0 and current["amnesia_alerted"])  # one alert per streak
         # The used memories' feedback goes in the same statement; a memory deleted since it was recalled is skipped.
-        feedback = memory_feedback.feedback_sql(
-            tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}"
-        )
+        feedback = feedback_sql(tenant, [m.pk for m in used], "used", note=f"value appears in reply {reply.pk}")
         finish = {**ids, "now": reply.created_at, "streak": streak, "alerted": alerted}
         insert_message(reply, _FINISH_SESSION, finish, feedback)
         if settings.MEMORY_WRITER == "worker":
@@ -141,7 +137,7 @@ def finish_turn(
             # out says nothing. Bounded like every score rule (min 0.1, memory.store.feedback).
             used_ids = {m.pk for m in used}
             ignored = [m.pk for m in _shown(prepared, recalled) if m.pk not in used_ids]
-            memory_feedback.apply_feedback(tenant, ignored, "ignored", note=f"not used by reply {reply.pk}")
+            apply_feedback(tenant, ignored, "ignored", note=f"not used by reply {reply.pk}")
         if phrase:
             _amnesia_alert(tenant, session, reply, phrase)
         if status == Message.Status.COMPLETE and text:

@@ -24,9 +24,8 @@ from chat.prompt.prepared import PreparedTurn
 from config.db.sql import unit_of_work
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
-from memory.end_user.forget import ForgetRequest, Kind, parse_forget_request
-from memory.end_user.memories import do_forget_matching
-from memory.text.language import Language
+from memory.end_user import ForgetRequest, Kind, do_forget_matching, parse_forget_request
+from memory.text import Language
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 

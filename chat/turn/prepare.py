@@ -26,17 +26,14 @@ from chat.prompt.summary import summarize
 from chat.tools import registry as tools_mod
 from chat.tools.context import execution_context
 from chat.tools.topic_context import do_switch_tool_context
-from config.db.sql import fetch_rows, load_models
+from config.db.sql import load_models
 from conversations.access import SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message
-from memory.extraction.run import extract_and_store
+from memory.extraction import extract_and_store
 from memory.models import MemoryUnit
-from memory.recall.pipeline import RecallResult, embed_query_soon, recall
-from memory.store import feedback as memory_feedback
-from memory.store import read as memory_fetch
-from memory.store.consent import memory_enabled_for_session
-from memory.text.masking import mask_text
-from memory.text.redaction import redact
+from memory.recall import RecallResult, embed_query_soon, recall
+from memory.store import anchor_facts, apply_feedback, memory_enabled_for_session
+from memory.text import mask_text, redact
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -46,29 +43,14 @@ RECENT_MESSAGES = 10  # the last 5 turns: 5 user messages and 5 replies (S2)
 REPLY_RESERVE = 1024
 
 
-# The anchor's facts: the session's live memories with an anchor key, best first (rows, not models). The
-# same round trip counts the turn's recalled memories as recalled (what ``recall(record=True)`` does in a
-# statement of its own): a data-modifying WITH runs whether or not it is read, and the anchor reads only
-# ``key`` and ``content``, which it does not change.
-_ANCHOR_TEMPLATE = """
-WITH recalled AS (
-    UPDATE memory_memoryunit SET recall_count = recall_count + 1 WHERE tenant_id = %(tenant)s AND id = ANY(%(recalled)s)
-)
-SELECT m.key, m.content FROM memory_memoryunit m
-WHERE {scope} AND m.key = ANY(%(keys)s)
-ORDER BY m.relevance_score DESC, m.created_at DESC
-"""
-_ANCHOR_SQL = _ANCHOR_TEMPLATE.format(scope=memory_fetch.SCOPE_SQL)
-
-
-def _anchor_facts(memories: list[tuple[str, str]]) -> list[str]:
-    """The anchor's facts from ``(key, content)`` rows, in ``ANCHOR_KEYS`` order, personal values masked.
+def _masked_anchor(memories: list[tuple[str, str]]) -> list[str]:
+    """The anchor's facts (``memory.store.anchor_facts``: the best per key, in ``ANCHOR_KEYS`` order), personal
+    values masked.
 
     The anchor rides in every prompt of the session, so it shows 「手机号 138****1234」 (seed §4.2), never the
     whole number: that reaches a prompt only when the turn needs it (a recalled memory, the user's own recent
     words) and a tool only through ``chat.turn.tool_rounds``, which puts the stored value back for a masked one."""
-    by_key = {key: content for key, content in memories if key}
-    return [mask_text(by_key[k]) for k in ANCHOR_KEYS if k in by_key]
+    return [mask_text(content) for _key, content in memories]
 
 
 def _missing_facts(result: RecallResult) -> list[str]:
@@ -175,13 +157,8 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         _feedback_from_user(tenant, extraction, previously_used)
 
         result = recall(tenant, session, message.text, k=RECALL_K, embedding=query_embedding, record=False)
-        profile = fetch_rows(
-            _ANCHOR_SQL,
-            {
-                **memory_fetch.scope_params(tenant, session, timezone.now()), "keys": list(ANCHOR_KEYS),
-                "recalled": [h.memory.pk for h in result.hits],
-            },
-        )  # fmt: skip
+        recalled = [h.memory.pk for h in result.hits]  # counted as recalled in the anchor's statement
+        profile = anchor_facts(tenant, session, ANCHOR_KEYS, as_of=timezone.now(), count_recalled=recalled)
         # Secrets a user typed never travel on into later prompts (S6's red line). A staff member's replies
         # (chat.handoff.state) are the agent's words to the model: what the person said and promised stays in view.
         turns = [
@@ -193,7 +170,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         parts = prompt_mod.PromptParts(
             role_text=tenant.agent_role,
             # Memory off for this end user (memory.store.consent): recall returns nothing, and the anchor shows nothing.
-            anchor_facts=_anchor_facts(profile) if memory_enabled_for_session(tenant, session) else [],
+            anchor_facts=_masked_anchor(profile) if memory_enabled_for_session(tenant, session) else [],
             execution_context=context.as_dict(),
             summary=summarize(turns, language=tenant.language) if turns else "",
             memories=[_memory_line(h.memory) for h in result.hits],
@@ -236,7 +213,7 @@ def _feedback_from_user(tenant: Tenant, extraction: Any, previously_used: list[s
     used = MemoryUnit.objects.for_tenant(tenant).filter(pk__in=previously_used).values_list("pk", "key")
     changed = set(extraction.changed_keys)
     misled = [pk for pk, key in used if key and key in changed]
-    memory_feedback.apply_feedback(tenant, misled, "misled", note="the user corrected it")
+    apply_feedback(tenant, misled, "misled", note="the user corrected it")
     if extraction.confirmation:
         confirmed = [pk for pk, key in used if not (key and key in changed)]
-        memory_feedback.apply_feedback(tenant, confirmed, "confirmed", note="the user confirmed it")
+        apply_feedback(tenant, confirmed, "confirmed", note="the user confirmed it")

@@ -47,8 +47,8 @@ from chat.turn.tool_rounds import rebuild_prompt, run_tool_call
 from config.db.sql import unit_of_work
 from config.errors import DATABASE_UNAVAILABLE, ApiError
 from conversations.models import ChatSession, Message
-from memory.conversation.units import index_messages
-from memory.store.health import check_after_turn, check_due
+from memory.conversation import index_messages
+from memory.store import check_after_turn, check_due
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)

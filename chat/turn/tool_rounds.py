@@ -33,12 +33,10 @@ from chat.prompt.tokens import count_tokens, render_message
 from chat.tools import registry as tools_mod
 from chat.tools.compact import dumps_compact
 from chat.tools.context import ToolBusy, do_finish_tool_call, do_start_tool_call, execution_context, session_tool_lock
-from config.db.sql import fetch_rows, unit_of_work
+from config.db.sql import unit_of_work
 from conversations.models import ChatSession, Message
-from memory.store import read as memory_fetch
-from memory.text.compression import compress_tool_result
-from memory.text.masking import MASK_CHAR, mask_text, masked_pairs, unmask_obj
-from memory.text.redaction import redact_obj
+from memory.store import session_values
+from memory.text import MASK_CHAR, compress_tool_result, mask_text, masked_pairs, redact_obj, unmask_obj
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -166,19 +164,10 @@ async def run_tool_call(
     return context, tool_message(name, outcome.result)
 
 
-# The texts of the session's memories (content and data) as a chat turn sees them: ``SCOPE_SQL``'s rows.
-_SESSION_VALUES_TEMPLATE = """
-SELECT m.content, m.data::text FROM memory_memoryunit m
-WHERE {scope}
-"""
-_SESSION_VALUES_SQL = _SESSION_VALUES_TEMPLATE.format(scope=memory_fetch.SCOPE_SQL)
-
-
 def _session_values(tenant: Tenant, session: ChatSession) -> dict[str, str]:
     """``{masked: full}`` for the personal values the session's memories hold (``memory.text.masking.masked_pairs``)."""
     with tenant_scope(tenant):
-        rows = fetch_rows(_SESSION_VALUES_SQL, memory_fetch.scope_params(tenant, session, timezone.now()))
-    return masked_pairs([text for row in rows for text in row if text])
+        return masked_pairs(session_values(tenant, session, as_of=timezone.now()))
 
 
 def _has_mask(value: Any) -> bool:

@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from chat.prompt.summary import summarize
 from chat.prompt.tokens import count_tokens
 from config.env import envbool
-from memory.embeddings import models as embeddings
-from memory.extraction.rules import extract_facts
+from memory.embeddings import DEFAULT_MODEL, LANGUAGE_DEFAULTS, embed_one
+from memory.extraction import extract_facts
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +49,8 @@ _SAMPLE = {
 def warm_up() -> float:
     """Load the models and dictionaries a chat turn uses; returns the seconds it took."""
     started = time.perf_counter()
-    for model in dict.fromkeys([embeddings.DEFAULT_MODEL, *embeddings.LANGUAGE_DEFAULTS.values()]):
-        embeddings.embed_one(_SAMPLE["zh"], model=model, kind="query")
+    for model in dict.fromkeys([DEFAULT_MODEL, *LANGUAGE_DEFAULTS.values()]):
+        embed_one(_SAMPLE["zh"], model=model, kind="query")
     now = datetime.now(UTC)
     for language, text in _SAMPLE.items():
         extract_facts(text, role="user", language=language, now=now)

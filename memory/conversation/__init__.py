@@ -1,0 +1,19 @@
+"""Conversation memory: every chat message becomes recallable units.
+
+- ``units`` — a message split into units, with their facts, and written (``index_messages``, ``index_turn``).
+- ``writer`` — the background writer: turns announced with NOTIFY in the reply's transaction, written in batches.
+"""
+
+from memory.conversation.units import SETTLE, index_messages, index_turn, squash
+from memory.conversation.writer import DEFAULT_WAIT_S, announce, index_all_pending, listen
+
+__all__ = [
+    "DEFAULT_WAIT_S",
+    "SETTLE",
+    "announce",
+    "index_all_pending",
+    "index_messages",
+    "index_turn",
+    "listen",
+    "squash",
+]

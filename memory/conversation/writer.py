@@ -25,11 +25,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, connections
 
-from memory.conversation.units import index_turns
+from memory.conversation.units import SETTLE, index_pending, index_turns
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -162,3 +163,25 @@ def _write_in_thread(batch: list[Announced]) -> int:
         logger.exception("writing %d announced turn(s) failed; the sweep writes them", len(batch))
         connections.close_all()
         return 0
+
+
+def index_all_pending(
+    *, tenant_slug: str | None = None, settle: timedelta = SETTLE, limit: int = 500, one_pass: bool = False
+) -> dict[str, int]:
+    """Run :func:`memory.conversation.units.index_pending` for every tenant (or one), until each has nothing left
+    older than ``settle`` (``one_pass``: at most ``limit`` messages a tenant, the rest left for the next
+    run); returns the messages indexed per tenant slug. The background worker runs it at start and every
+    minute."""
+    tenants = Tenant.objects.order_by("slug")
+    if tenant_slug:
+        tenants = tenants.filter(slug=tenant_slug)
+    counts: dict[str, int] = {}
+    for tenant in tenants:
+        total = 0
+        while True:
+            done = index_pending(tenant, settle=settle, limit=limit)
+            total += done
+            if done < limit or one_pass:
+                break
+        counts[tenant.slug] = total
+    return counts

@@ -14,7 +14,7 @@ from django.utils import timezone
 from config.errors import ApiError
 from memory.models import MAX_SCORE, MIN_SCORE, MemoryUnit
 from memory.store.audit import SYSTEM, Actor, Kind, actor_user_id
-from memory.store.read import MemoryNotFound
+from memory.store.read import RECALLED_ITEM, MemoryNotFound
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -101,10 +101,12 @@ def do_feedback(tenant: Tenant, memory: MemoryUnit, event: str, *, actor: Actor 
         return MemoryUnit.objects.for_tenant(tenant).select_related("end_user").get(pk=memory.pk)
 
 
+_MARK_RECALLED_SQL = f"WITH {RECALLED_ITEM} SELECT 1"
+
+
 def mark_recalled(tenant: Tenant, memory_ids: list[Any]) -> None:
+    """Each of ``memory_ids``' recall count up by one (recall with ``record=True``; a chat turn counts its
+    recalled memories in the anchor's statement instead, ``memory.store.read.anchor_facts``)."""
     if memory_ids:
         with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE memory_memoryunit SET recall_count = recall_count + 1 WHERE tenant_id = %s AND id = ANY(%s)",
-                [tenant.pk, list(memory_ids)],
-            )
+            cursor.execute(_MARK_RECALLED_SQL, {"tenant": tenant.pk, "recalled": list(memory_ids)})

@@ -7,12 +7,14 @@ written here three times, in the three forms its callers need, and nowhere else:
 ``tests/memory/test_validity_rule.py`` checks that they agree.
 
 A session sees its own session-scoped memories and its end user's other memories (API.md):
-:func:`scope_q` for the ORM, :data:`SCOPE_SQL` for the hot reads of a chat turn (:func:`fetch_memories`).
+:func:`scope_q` for the ORM, :data:`SCOPE_SQL` for the hot reads of a chat turn (:func:`fetch_memories`,
+:func:`anchor_facts`, :func:`session_values`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +22,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from config.db.sql import load_models
+from config.db.sql import fetch_rows, load_models
 from config.errors import NotFound
 from config.ids import parse_uuid
 from conversations.access import require_session_id
@@ -84,6 +86,48 @@ def scope_params(tenant: Tenant, session: ChatSession, as_of: datetime) -> dict[
         "tenant": tenant.pk, "session": session.pk, "end_user": session.end_user_id,
         "session_types": list(SESSION_TYPES), "as_of": as_of,
     }  # fmt: skip
+
+
+# --- what a chat turn reads besides recall ----------------------------------
+
+#: The recall count as a WITH item (parameters ``tenant`` and ``recalled``, the memory ids): the anchor's read
+#: counts a turn's recalled memories in its own statement, ``memory.store.feedback.mark_recalled`` on its own.
+RECALLED_ITEM = (
+    "recalled AS (UPDATE memory_memoryunit SET recall_count = recall_count + 1"
+    " WHERE tenant_id = %(tenant)s AND id = ANY(%(recalled)s))"
+)
+
+# The best live memory of each anchor key, with the recall count of the turn's recalled memories in the same
+# statement (a data-modifying WITH runs whether or not it is read; the anchor reads only ``key`` and ``content``,
+# which it does not change).
+_ANCHOR_TEMPLATE = """WITH {recalled}
+SELECT DISTINCT ON (m.key) m.key, m.content FROM memory_memoryunit m
+WHERE {scope} AND m.key = ANY(%(keys)s)
+ORDER BY m.key, m.relevance_score DESC, m.created_at DESC, m.id"""
+_ANCHOR_SQL = _ANCHOR_TEMPLATE.format(recalled=RECALLED_ITEM, scope=SCOPE_SQL)
+
+_SESSION_VALUES_TEMPLATE = "SELECT m.content, m.data::text FROM memory_memoryunit m WHERE {scope}"
+_SESSION_VALUES_SQL = _SESSION_VALUES_TEMPLATE.format(scope=SCOPE_SQL)
+
+
+def anchor_facts(
+    tenant: Tenant, session: ChatSession, keys: Sequence[str], *, as_of: datetime, count_recalled: Sequence[Any] = ()
+) -> list[tuple[str, str]]:
+    """The anchor's facts: for each of ``keys`` that has one, the session's best live memory of it (highest
+    ``relevance_score``, then newest), as ``(key, content)`` in the order of ``keys`` — the one reading the
+    prompt (``chat.turn.prepare``) and the handoff note share. ``count_recalled``: memory ids whose
+    ``recall_count`` goes up by one in the same statement (a turn's recalled memories: one round trip).
+    The caller holds the tenant's scope."""
+    params = {**scope_params(tenant, session, as_of), "keys": list(keys), "recalled": list(count_recalled)}
+    best = dict(fetch_rows(_ANCHOR_SQL, params))
+    return [(key, best[key]) for key in keys if key in best]
+
+
+def session_values(tenant: Tenant, session: ChatSession, *, as_of: datetime) -> list[str]:
+    """Every text the session's live memories hold (each one's ``content`` and its ``data`` as JSON text), for
+    finding which stored value a masked one (「138****1234」) stands for. The caller holds the tenant's scope."""
+    rows = fetch_rows(_SESSION_VALUES_SQL, scope_params(tenant, session, as_of))
+    return [text for row in rows for text in row if text]
 
 
 # --- the raw loader ---------------------------------------------------------

@@ -1,5 +1,7 @@
-"""The layers hold: config → tenants → conversations → memory → chat (pyproject.toml's import contract,
-run by ``make lint``). A reversed import in a copy of the code breaks the contract, and the check says so."""
+"""The import contracts hold (pyproject.toml, run by ``make lint``): the layers config → tenants → conversations →
+memory → chat, memory's packages in their order, chat's and memory's packages private to their app, and
+``memory.text`` free of Django. A reversed import in a copy of the code breaks its contract, and the check says
+so."""
 
 from __future__ import annotations
 
@@ -60,3 +62,55 @@ def test_a_reversed_import_breaks_the_contract(tmp_path, module, reversed_import
     assert "BROKEN" in result.stdout
     lower, higher = module.split("/")[0], reversed_import.split()[1].split(".")[0]
     assert f"{lower} is not allowed to import {higher}" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "reversed_import", "contract", "named"),
+    [
+        # another app reaching past a package's __init__ into one of its modules
+        (
+            "chat/views.py",
+            "from memory.store.write import do_write_memory",
+            "memory's packages are private",
+            "chat.views -> memory.store.write",
+        ),
+        (
+            "config/urls.py",
+            "from chat.turn.run import run_turn",
+            "chat's packages are private",
+            "config.urls -> chat.turn.run",
+        ),
+        # a lower package of memory importing a higher one
+        (
+            "memory/store/write.py",
+            "from memory.recall import recall",
+            "memory's packages in order",
+            "memory.store.write -> memory.recall",
+        ),
+        (
+            "memory/text/phones.py",
+            "from memory.embeddings import embed_one",
+            "memory's packages in order",
+            "memory.text.phones -> memory.embeddings",
+        ),
+        # pure text reaching for Django
+        (
+            "memory/text/phones.py",
+            "from django.conf import settings",
+            "memory.text is pure",
+            "memory.text.phones -> django",
+        ),
+    ],
+)
+def test_an_import_against_a_package_contract_breaks_it(tmp_path, module, reversed_import, contract, named):
+    # given a copy of the code with one import that the contract forbids
+    copy = _copy(tmp_path)
+    path = copy / module
+    path.write_text(path.read_text() + f"\n{reversed_import}  # reversed on purpose\n")
+    # when the contracts are checked on that copy
+    result = _lint_imports(copy)
+    # then that contract is broken, and the import is named
+    assert result.returncode != 0
+    broken = [line for line in result.stdout.splitlines() if line.startswith(contract)]
+    assert broken, result.stdout
+    assert named in result.stdout

@@ -46,9 +46,7 @@ from django.core.management.base import BaseCommand
 from chat.tasks import RUNNING_JOBS
 from chat.tools.batches import BATCH_QUEUE, RUN_BATCH
 from chat.turn import warmup
-from memory.conversation import writer
-from memory.conversation.units import SETTLE
-from memory.management.commands.index_messages import index_all_pending
+from memory.conversation import DEFAULT_WAIT_S, SETTLE, index_all_pending, listen
 from memory.tasks import HEALTH_QUEUE
 
 logger = logging.getLogger("chat.worker")
@@ -117,9 +115,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--memory-wait-ms",
             type=float,
-            default=writer.DEFAULT_WAIT_S * 1000,
+            default=DEFAULT_WAIT_S * 1000,
             help="After a turn announces its messages, how long to wait for more turns to write in the same batch "
-            f"(default {writer.DEFAULT_WAIT_S * 1000:g}).",
+            f"(default {DEFAULT_WAIT_S * 1000:g}).",
         )
         parser.add_argument(
             "--nice",
@@ -224,7 +222,7 @@ class Command(BaseCommand):
             if not listening.done():
                 listening.get_loop().call_soon_threadsafe(lambda: listening.done() or listening.set_result(count))
 
-        await writer.listen(
+        await listen(
             lambda: psycopg.AsyncConnection.connect(**params, autocommit=True),
             wait_s=options["memory_wait_ms"] / 1000,
             sweep=sweep,

@@ -7,30 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.conversation.units import SETTLE, index_pending
+from memory.conversation.units import SETTLE
+from memory.conversation.writer import index_all_pending
 from tenants.models import Tenant
-
-
-def index_all_pending(
-    *, tenant_slug: str | None = None, settle: timedelta = SETTLE, limit: int = 500, one_pass: bool = False
-) -> dict[str, int]:
-    """Run :func:`memory.conversation.units.index_pending` for every tenant (or one), until each has nothing left
-    older than ``settle`` (``one_pass``: at most ``limit`` messages a tenant, the rest left for the next
-    run); returns the messages indexed per tenant slug. The background worker runs it at start and every
-    minute."""
-    tenants = Tenant.objects.order_by("slug")
-    if tenant_slug:
-        tenants = tenants.filter(slug=tenant_slug)
-    counts: dict[str, int] = {}
-    for tenant in tenants:
-        total = 0
-        while True:
-            done = index_pending(tenant, settle=settle, limit=limit)
-            total += done
-            if done < limit or one_pass:
-                break
-        counts[tenant.slug] = total
-    return counts
 
 
 class Command(BaseCommand):
