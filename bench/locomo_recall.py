@@ -397,7 +397,7 @@ class QueryCache:
     def prefill(self, tenant: Any, questions: list[str]) -> None:
         from memory.embeddings import models as embeddings
         from memory.models import MemoryType
-        from memory.recall.pipeline import _vector_literal
+        from memory.recall.candidates import vector_literal as _vector_literal
         from memory.recall.rewrite import rewrite_query
 
         for model in embeddings.models_for(tenant, MemoryType.values):
@@ -413,7 +413,7 @@ class QueryCache:
 
         from memory.embeddings import models as embeddings
         from memory.models import MemoryType
-        from memory.recall.pipeline import QueryEmbedding
+        from memory.recall.candidates import QueryEmbedding
         from memory.recall.rewrite import rewrite_query
 
         rewritten = rewrite_query(question).text
@@ -501,7 +501,9 @@ def main() -> None:
 
     common.setup_django(DB_NAME, fresh=True)
     from memory.embeddings import models as embeddings
-    from memory.recall.pipeline import DEFAULT_TUNING
+    from memory.recall.tuning import DEFAULT_TUNING as TUNING
+
+    DEFAULT_TUNING = TUNING.as_dict()
     from memory.recall.rewrite import rewrite_query
 
     embeddings.embed(["warm up"])

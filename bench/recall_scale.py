@@ -174,7 +174,7 @@ def common_now() -> datetime:
 def build_pool(rng: random.Random, size: int) -> World:
     """``size`` distinct texts per (type, keyed, language) in proportion, embedded for real."""
     from memory.embeddings import models as embeddings
-    from memory.recall.pipeline import _vector_literal
+    from memory.recall.candidates import vector_literal as _vector_literal
     from memory.store.indexing import search_fields
 
     g = Gen(rng)
@@ -516,7 +516,7 @@ def hnsw_experiment(rng: random.Random, world: World, heavy: list[User], n_users
     from django.utils import timezone
 
     from memory.embeddings import models as embeddings
-    from memory.recall.pipeline import _vector_literal
+    from memory.recall.candidates import vector_literal as _vector_literal
     from tenants.rls import tenant_scope
 
     out: dict[str, Any] = {}

@@ -264,9 +264,9 @@ SESSION_TOKEN_TTL_S = envint("SESSION_TOKEN_TTL_S", 24 * 3600, minimum=60)
 
 # Memory tuning: Python values rather than environment variables (they are structured, and tuned by measurement,
 # not per host); a deployment that changes them does so in a settings module of its own that imports this one.
-#: Recall's knobs (leg weights, fusion, windows, BM25), merged over ``memory.recall.pipeline.DEFAULT_TUNING``, where
-#: each is
-#: explained: name only the keys to change.
+#: Recall's knobs (leg weights, fusion, windows, BM25), checked and merged over ``memory.recall.tuning.RecallTuning``,
+#: where each is explained: name only the knobs to change. An unknown knob or a value of the wrong type stops
+#: the process at start, naming it.
 MEMDESK_RECALL: dict[str, float] = {}
 #: The embedding model per memory type, ``"default"`` for the types not named (names:
 #: ``memory.embeddings.models.LOADERS``).

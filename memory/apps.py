@@ -9,5 +9,8 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from memory import labels  # the models are loaded only now
+        from memory.recall.tuning import tuning
 
         labels.apply()
+        # MEMDESK_RECALL checked like input: an unknown or mistyped knob stops the process here, naming it.
+        tuning()

@@ -266,7 +266,7 @@ def is_question(unit: str) -> bool:
 
 
 #: A unit that changes or corrects something said before (「已更正为…」, 「不是东十二舍，是西十二舍」, "changed
-#: to"): recall lets it overtake older units on the same matter (``recall._overtaken``).
+#: to"): recall lets it overtake older units on the same matter (``memory.recall.currency.overtaken``).
 _UPDATE = re.compile(
     r"更正|改为|改成|改到|更新为|更新成|调整为|调整到|换成|换到|变更为|变为|变成|涨为|涨到|涨至|降为|降到|降至|"
     r"推迟到|提前到|不再|说错|搞错|写错|不对|"

@@ -9,6 +9,7 @@
 - ``tuning`` — the knobs, typed and frozen; ``MEMDESK_RECALL`` checked at start.
 """
 
-from memory.recall.pipeline import RecallResult, embed_query_soon, recall
+from memory.recall.candidates import embed_query_soon
+from memory.recall.pipeline import RecallResult, recall
 
 __all__ = ["RecallResult", "embed_query_soon", "recall"]

@@ -26,7 +26,7 @@ is caught, most irony is not), dissatisfaction told as a plain fact.
 things right: a promised callback, a coupon or compensation given, a complaint on record, an apology, an
 escalation — from its key (``callback``, ``coupon``: the keys ``memory.extraction.rules`` produces) or words in its
 content.
-Recall lifts these for a turn whose query is negative (``memory.recall.pipeline``, knob ``mood_care_lift``); nothing
+Recall lifts these for a turn whose query is negative (``memory.recall.ranking``, knob ``mood_care_lift``); nothing
 here
 reads or writes the store.
 """

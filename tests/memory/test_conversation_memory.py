@@ -367,7 +367,9 @@ def test_the_current_points_balance_answers_how_many_points_first(acme, fake_oll
 def test_units_of_one_message_share_its_moment(acme, fake_ollama):
     """Two sentences of one message are said at the same moment: for a question about the present neither
     overtakes the other, and both weigh the same for recency, whichever random id each unit drew."""
-    from memory.recall.pipeline import RecallHit, _overtaken, _rerank_weights
+    from memory.recall.candidates import RecallHit
+    from memory.recall.currency import overtaken as _overtaken
+    from memory.recall.ranking import rerank_weights as _rerank_weights
     from tenants.rls import tenant_scope
 
     sid = open_session(acme, "arrival")["session_id"]

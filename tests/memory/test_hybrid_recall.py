@@ -87,7 +87,7 @@ def test_recall_api_shape(memapi, facts):
 
 def test_an_embedding_started_ahead_gives_the_same_recall(acme, acme_session, facts):
     # given the query's embedding started before recall, as a chat turn starts it
-    from memory.recall.pipeline import embed_query_soon
+    from memory.recall import embed_query_soon
 
     early = embed_query_soon(acme.tenant, "When does the customer want deliveries?")
 
@@ -101,7 +101,7 @@ def test_an_embedding_started_ahead_gives_the_same_recall(acme, acme_session, fa
 
 def test_an_embedding_of_another_query_is_not_used(acme, acme_session, facts):
     # given an embedding started for a different question
-    from memory.recall.pipeline import embed_query_soon
+    from memory.recall import embed_query_soon
 
     stale = embed_query_soon(acme.tenant, "When does the customer want deliveries?")
 

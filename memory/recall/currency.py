@@ -1,0 +1,217 @@
+"""What is true now: of the hits, the conversation units stating a value that is no longer current at
+``as_of`` (superseded, expired) rank after the current ones, and a newer unit that changes an older one
+overtakes it (``current_first``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from conversations.models import ChatSession
+from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
+from memory.models import MemoryUnit
+from memory.recall.candidates import (
+    RecallHit,
+)
+from memory.recall.ranking import (
+    names_any,
+    query_identifiers,
+)
+from memory.recall.tuning import tuning
+from memory.store.read import SCOPE_SQL, scope_params
+from tenants.models import Tenant
+
+# The keyed facts of some keys that a session may see and that are valid at ``as_of`` (the current values).
+_CURRENT_TEMPLATE = "SELECT m.key, m.content, m.data FROM memory_memoryunit m WHERE {scope} AND m.key = ANY(%(keys)s)"
+_CURRENT_SQL = _CURRENT_TEMPLATE.format(scope=SCOPE_SQL)
+
+
+def _states(memory: dict[str, Any], value: str) -> bool:
+    """Whether a keyed memory holds ``value`` (in its content or its data's values)."""
+    wanted = squash(value)
+    texts = [memory["content"], *(str(v) for v in (memory["data"] or {}).values() if isinstance(v, str | int))]
+    return any(wanted and wanted in squash(t) for t in texts)
+
+
+#: Stateful keys whose value is about one of several things, and the data field naming it: the progress of
+#: BATCH-2031 is not made untrue by BATCH-2107's.
+SUBJECT_FIELDS = {"batch_progress": "task_id"}
+
+
+def _subject(key: str, value: str) -> str | None:
+    """What a unit's ``value`` of ``key`` is about (``"BATCH-2031 100/100"`` → ``"BATCH-2031"``), for a key
+    of ``SUBJECT_FIELDS``; else None."""
+    if key not in SUBJECT_FIELDS:
+        return None
+    head = value.split(" ", 1)[0]
+    return head or None
+
+
+def _stale_units(
+    tenant: Tenant,
+    session: ChatSession,
+    units: list[MemoryUnit],
+    as_of: datetime,
+    query: str | None = None,
+    *,
+    present: bool = False,
+) -> set[Any]:
+    """The conversation units among ``units`` that state a value no longer current at ``as_of``: the key's
+    current memories hold another value, or — for a key with a validity of its own — none is current any
+    more. With ``query``, only the values it asks about count (``memory.conversation.units.asks_about``): the rest
+    of such a unit is as true as it was; ``present``: the query asks how things stand now (``about_now``). One
+    query of the current values, only when a unit states such facts."""
+    scope = str(tuning().stale_scope)
+    keys = sorted(
+        {
+            key
+            for u in units
+            for key in (u.data or {}).get("facts", {})
+            if query is None or scope == "any" or asks_about(query, key, about_now=present)
+        }
+    )
+    if not keys:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(_CURRENT_SQL, {**scope_params(tenant, session, as_of), "keys": keys})
+        current: dict[str, list[dict[str, Any]]] = {}
+        for key, content, data in cursor.fetchall():
+            current.setdefault(key, []).append(
+                {"content": content, "data": json.loads(data) if isinstance(data, str) else data}
+            )
+    stale = set()
+    for unit in units:
+        for key, value in (unit.data or {}).get("facts", {}).items():
+            if key not in keys:
+                continue
+            now = current.get(key, [])
+            subject = _subject(key, value)
+            if subject is not None:  # a value about one of several things: only that thing's current value counts
+                now = [m for m in now if (m["data"] or {}).get(SUBJECT_FIELDS[key]) == subject]
+                if not now:
+                    continue
+            if now and not any(_states(m, value) for m in now):
+                stale.add(unit.pk)  # another value is current
+            elif not now and key not in TIMELESS_KEYS:
+                stale.add(unit.pk)  # the value's own validity has ended
+    return stale
+
+
+# Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).
+# Strictly older: the units of one message share its moment, and neither overtakes the other.
+_PAIRS_SQL = """
+SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)
+FROM memory_memoryunit a
+JOIN memory_memoryunit b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s) AND b.embedding_model = a.embedding_model
+     AND b.created_at > a.created_at
+WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL
+"""
+
+
+def overtaken(
+    tenant: Tenant, units: list[MemoryUnit], *, about_now: bool, identifiers: list[str] | None = None
+) -> dict[Any, Any]:
+    """Units a newer unit among ``units`` has overtaken, each with the one that did: a unit that changes or
+    corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
+    about the present — any newer unit at least ``now_similarity`` similar. Where several did, one that
+    changes it comes before one merely newer, then the newest. A unit naming an identifier the query quotes
+    is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's."""
+    knobs = tuning()
+    updates = {u.pk for u in units if (u.data or {}).get("update")}
+    if len(units) < 2 or not (updates or about_now):
+        return {}
+    created = {u.pk: u.created_at for u in units}
+    naming = {u.pk for u in units if identifiers and names_any(u, identifiers)}
+    with connection.cursor() as cursor:
+        cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units]})
+        pairs = cursor.fetchall()
+    overtaken: dict[Any, Any] = {}
+    best: dict[Any, tuple[bool, Any, float]] = {}
+    for older, newer, similarity in pairs:
+        if older in naming and newer not in naming:
+            continue
+        by_update = newer in updates and similarity >= float(knobs.update_similarity)
+        if by_update or (about_now and similarity >= float(knobs.now_similarity)):
+            # A unit that says it changes something succeeds the older one before any merely newer unit;
+            # then the newest; of units said at the same moment, the one most like the older unit.
+            rank = (by_update, created[newer], similarity)
+            if older not in best or rank > best[older]:
+                overtaken[older], best[older] = newer, rank
+    return overtaken
+
+
+def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[RecallHit]:
+    """``hits`` where a unit ranked above the newer unit that overtook it gives that unit its place: the
+    newer one moves up to just above it (the older is marked ``stale``). Nothing leaves the list."""
+    if not overtaken:
+        return hits
+    by_id = {h.memory.pk: h for h in hits}
+    position = {pk: i for i, pk in enumerate(by_id)}
+    out: list[RecallHit] = []
+    emitted: set[Any] = set()
+    for hit in hits:
+        if hit.memory.pk in emitted:
+            continue
+        newer = overtaken.get(hit.memory.pk)
+        if newer in by_id and position[newer] > position[hit.memory.pk]:
+            hit.stale = True
+            if newer not in emitted:
+                out.append(by_id[newer])
+                emitted.add(newer)
+        out.append(hit)
+        emitted.add(hit.memory.pk)
+    return out
+
+
+def current_first(
+    tenant: Tenant,
+    session: ChatSession,
+    hits: list[RecallHit],
+    as_of: datetime,
+    *,
+    about_now: bool = False,
+    query: str | None = None,
+) -> list[RecallHit]:
+    """One ranked list over keyed facts and conversation units: of a keyed fact and a unit from the same
+    message, only the higher ranked stays (one fact, said once), and units stating a superseded or ended
+    value follow every current hit, in their own order."""
+    units = [h.memory for h in hits if is_conversation_key(h.memory.key)]
+    if not units:
+        return hits
+    # A keyed fact and a unit of the same message say the same thing once: a rule-stage fact (asked for by
+    # key) stays and the unit goes; otherwise the unit, which says it in the customer's or agent's own words
+    # with what surrounds it, takes the better of the two places and the fact goes.
+    by_rule = {h.memory.source_message_id for h in hits if h.stage == "rule" and not is_conversation_key(h.memory.key)}
+    with_unit = {h.memory.source_message_id for h in hits if is_conversation_key(h.memory.key)}
+    kept: list[RecallHit] = []
+    taken: set[Any] = set()
+    for hit in hits:
+        memory, source = hit.memory, hit.memory.source_message_id
+        unit = is_conversation_key(memory.key)
+        if source is not None and memory.key and not unit and hit.stage != "rule" and source in with_unit:
+            moved = [h for h in hits if h.memory.source_message_id == source and is_conversation_key(h.memory.key)]
+            kept.extend(h for h in moved if h.memory.pk not in taken)  # the units move up here
+            taken.update(h.memory.pk for h in moved)
+            continue
+        if unit and source in by_rule or memory.pk in taken:
+            continue
+        taken.add(memory.pk)
+        kept.append(hit)
+    kept_units = [h.memory for h in kept if is_conversation_key(h.memory.key)]
+    stale = _stale_units(tenant, session, kept_units, as_of, query, present=about_now)
+    for hit in kept:
+        hit.stale = hit.memory.pk in stale
+    current = [h for h in kept if not h.stale]
+    current = _after_overtakers(
+        current,
+        overtaken(
+            tenant,
+            [h.memory for h in current if is_conversation_key(h.memory.key)],
+            about_now=about_now,
+            identifiers=query_identifiers(query) if query else None,
+        ),
+    )
+    return current + [h for h in kept if h.stale]

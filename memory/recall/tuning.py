@@ -1,0 +1,131 @@
+"""Recall's tuning knobs: a typed, frozen :class:`RecallTuning`, its defaults, and the deployment's overrides
+(``settings.MEMDESK_RECALL``) checked like input.
+
+A deployment changes a knob by naming it in ``MEMDESK_RECALL``; a name that is not a knob, or a value of the
+wrong type, raises :class:`~django.core.exceptions.ImproperlyConfigured` naming it, at start
+(``memory.apps.MemoryConfig.ready``): a misspelt knob never silently leaves the default in force.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, Literal, get_args
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+StaleScope = Literal["topic", "any"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecallTuning:
+    """Chosen on LoCoMo (bench/locomo_recall.py, grid on half the conversations, checked on the other half):
+    equal weights with ``rrf_k`` 10 beat ``rrf_k`` 60 and 2:1 in favour of the lexical leg; bench/RESULTS.md
+    has the figures."""
+
+    w_vector: float = 1.0
+    w_lexical: float = 1.0
+    rrf_k: int = 10
+    #: Rows each leg hands to the fusion. 100 rather than 50: a memory ranked moderately by both legs makes the
+    #: fused top 10 more often — through the chat path on LoCoMo, on each half of the conversations
+    #: (bench/RESULTS.md).
+    candidates: int = 100
+    #: Both legs read the end user's newest rows valid at ``as_of``, at most this many (the window; see
+    #: "Long histories" in docs/memory.md); the lexical leg also searches older rows for rare words.
+    vector_window: int = 2000
+    #: Past the window, the lexical leg searches the whole history (through the GIN index) for the query
+    #: words found in at most this share of the window's rows: a word common in the window weighs little in
+    #: BM25 and would make the search read thousands of older rows; 1.0, every word (docs/memory.md, "Long
+    #: histories", has the trade-off).
+    rare_share: float = 0.05
+    #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
+    question_weight: float = 0.5
+    #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
+    recency_weight: float = 1.0
+    #: A candidate naming an identifier the query quotes (BATCH-2031, an order number) weighs 1 + this.
+    identifier_weight: float = 1.0
+    #: A newer unit that changes or corrects something (``data["update"]``) overtakes an older candidate
+    #: unit at least this similar (cosine, same model); for a query about the present any newer unit at
+    #: least ``now_similarity`` similar does. Overtaken units rank after the current ones.
+    update_similarity: float = 0.3
+    now_similarity: float = 0.35
+    #: Which conversation units stating a value that is no longer current rank after the current hits:
+    #: "topic", those whose out-of-date value the query asks about (``memory.conversation.units.KEY_TOPICS``);
+    #: "any", every one, whatever the query asks.
+    stale_scope: StaleScope = "topic"
+    min_similarity: float = 0.2
+    #: When the query's mood is negative (``memory.text.mood``), a care memory (a promised callback, a coupon or
+    #: compensation given, a complaint on record) weighs up to 1 + this in the rerank, scaled by the mood's
+    #: score: for that turn only, stored scores untouched. 0 turns it off (docs/memory-intelligence.md).
+    mood_care_lift: float = 1.0
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    #: A query the intent table leaves alone is classified by its embedding against labelled intent examples
+    #: and rewritten when one is near enough (``memory.recall.rewrite.rewrite_and_embed``;
+    #: docs/memory-intelligence.md). False: the table alone.
+    intent_embedding: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_overrides(cls, overrides: Mapping[str, Any], *, source: str = "MEMDESK_RECALL") -> RecallTuning:
+        """The defaults with ``overrides`` applied, each checked: an unknown name or a value of the wrong type
+        raises ``ImproperlyConfigured`` naming it (and, for a misspelling, the knobs there are)."""
+        if not isinstance(overrides, Mapping):
+            raise ImproperlyConfigured(
+                f"{source} must be a dict of knob names to values, not {type(overrides).__name__}"
+            )
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(str(name) for name in overrides if name not in known)
+        if unknown:
+            raise ImproperlyConfigured(
+                f"{source}: unknown knob{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"the knobs are {', '.join(known)} (memory/recall/tuning.py)"
+            )
+        return cls(**{name: _checked(source, name, known[name].type, value) for name, value in overrides.items()})
+
+
+def _checked(source: str, name: str, annotation: Any, value: Any) -> Any:
+    """``value`` as the knob's type: an int is a float too, nothing else converts (a string "10" is refused)."""
+    kind = _ANNOTATIONS.get(annotation, annotation)
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "float" and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind == "StaleScope" and value in get_args(StaleScope):
+        return value
+    expected = {
+        "bool": "true or false",
+        "int": "an integer",
+        "float": "a number",
+        "StaleScope": " or ".join(map(repr, get_args(StaleScope))),
+    }.get(kind, kind)
+    raise ImproperlyConfigured(f"{source}[{name!r}] must be {expected}, not {value!r}")
+
+
+# ``from __future__ import annotations`` leaves the field types as their source text.
+_ANNOTATIONS = {"bool": "bool", "int": "int", "float": "float", "StaleScope": "StaleScope"}
+
+DEFAULT_TUNING = RecallTuning()
+
+
+def tuning() -> RecallTuning:
+    """The knobs in force: the defaults with ``settings.MEMDESK_RECALL`` applied (read each call, so a test's
+    ``settings`` override applies; built once per distinct override)."""
+    overrides = settings.MEMDESK_RECALL
+    try:
+        key = tuple(sorted(overrides.items()))
+        hash(key)
+    except (AttributeError, TypeError):
+        return RecallTuning.from_overrides(overrides)  # raises with the reason
+    return _cached(key)
+
+
+@lru_cache(maxsize=16)
+def _cached(items: tuple[tuple[str, Any], ...]) -> RecallTuning:
+    return RecallTuning.from_overrides(dict(items))
