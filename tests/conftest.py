@@ -87,7 +87,7 @@ def fake_ollama(settings: Any) -> Iterator[Any]:
 def _memory_written_in_the_turn(settings: Any) -> None:
     """Tests read a turn's conversation memory right after the turn, so the web process writes it
     (``MEMORY_WRITER`` "inline"). The product's default, the background worker, is tested end to end in
-    tests/memory/test_memory_writer_worker.py with a real ``manage.py run_worker``."""
+    tests/memory/conversation/test_memory_writer_worker.py with a real ``manage.py run_worker``."""
     settings.MEMORY_WRITER = "inline"
 
 

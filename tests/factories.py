@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.test import Client
 from rest_framework.test import APIClient
 
 from chat.sessions.lifecycle import do_open_session
@@ -44,6 +45,13 @@ def make_tenant(slug: str, language: str = "zh") -> TenantCtx:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {provisioned.api_key}")
     return TenantCtx(tenant=provisioned.tenant, api_key=provisioned.api_key, client=client)
+
+
+def staff_login(user: Any, accept_language: str | None = None) -> Client:
+    """A browser signed in to the admin and staff pages as ``user`` (``accept_language``: what it asks for)."""
+    client = Client(headers={"accept-language": accept_language}) if accept_language else Client()
+    client.force_login(user)
+    return client
 
 
 def open_session(ctx: TenantCtx, end_user_id: str = "user-1", **extra: Any) -> dict[str, Any]:

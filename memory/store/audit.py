@@ -3,7 +3,7 @@ and the ``MemoryEvent`` rows every mutation writes in its own transaction.
 
 The snapshot exists in two forms, both here: :func:`snapshot` in Python and :func:`snapshot_sql` for
 statements that write their events in SQL (a repeated fact's refresh). An audit reader must not tell them
-apart, so ``tests/memory/test_audit_snapshot.py`` checks that they produce the same snapshot.
+apart, so ``tests/memory/store/test_audit_snapshot.py`` checks that they produce the same snapshot.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ conversation it came from) and ``search_vector`` (both, for PostgreSQL's full-te
 
 ``search_vector`` is computed by PostgreSQL in the statement that writes the row, in two forms that must
 agree, both here: :func:`search_vector` (an ORM expression, for ``save()``) and :func:`search_vector_sql`
-(for the batch ``INSERT`` of ``memory.store.write``); ``tests/memory/test_batch_write.py`` checks it.
+(for the batch ``INSERT`` of ``memory.store.write``); ``tests/memory/store/test_batch_write.py`` checks it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A memory is **valid at** ``as_of`` when ``created_at <= as_of < expires_at`` (a 
 ``expires_at`` is cut to the moment of its replacement, so a past ``as_of`` still sees it). The rule is
 written here three times, in the three forms its callers need, and nowhere else: :func:`is_valid_at`
 (Python, on a loaded row), :func:`valid_q` (the ORM) and :func:`valid_sql` (hand-written SQL);
-``tests/memory/test_validity_rule.py`` checks that they agree.
+``tests/memory/store/test_validity_rule.py`` checks that they agree.
 
 A session sees its own session-scoped memories and its end user's other memories (API.md):
 :func:`scope_q` for the ORM, :data:`SCOPE_SQL` for the hot reads of a chat turn (:func:`fetch_memories`,

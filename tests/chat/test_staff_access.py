@@ -4,20 +4,13 @@ live view writes ``StaffAccess`` rows; only the tenant's owners (and superusers)
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from conversations.models import StaffAccess
 from memory.store import write as store
 from tenants.rls import operator_scope
-from tests.factories import open_session_obj
+from tests.factories import open_session_obj, staff_login
 
 VECTOR = [0.0] * 383 + [1.0]
-
-
-def _login(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _accesses():
@@ -40,7 +33,7 @@ def alice(acme):
 
 def test_opening_a_session_writes_one_row_naming_the_reader_the_session_and_its_end_user(staff, alice):
     # given acme's agent
-    client = _login(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
     # when they open alice's session (its messages are on the page)
     response = client.get(f"/admin/conversations/chatsession/{alice.pk}/change/")
     # then one row says who read which conversation of whom, and where
@@ -54,7 +47,7 @@ def test_opening_a_session_writes_one_row_naming_the_reader_the_session_and_its_
 
 def test_a_sessions_delete_confirmation_is_a_read_too(staff, alice):
     # given acme's owner, who may delete sessions
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     # when they open the confirmation, which lists the session's messages by their text
     response = client.get(f"/admin/conversations/chatsession/{alice.pk}/delete/")
     # then it is recorded like the session's page
@@ -70,7 +63,7 @@ def test_a_list_of_memories_writes_one_row_per_end_user_shown(staff, acme, alice
     _remember(acme, alice, "City: Hangzhou", "city")
     _remember(acme, bob, "Name: Bob", "name")
     # when acme's owner lists the memories
-    response = _login(staff["owner_a"]).get("/admin/memory/memoryunit/")
+    response = staff_login(staff["owner_a"]).get("/admin/memory/memoryunit/")
     # then one row per end user, not one per memory
     assert response.status_code == 200
     accesses = _accesses()
@@ -82,7 +75,7 @@ def test_opening_a_memory_writes_a_row(staff, acme, alice):
     # given one of alice's memories
     memory = _remember(acme, alice, "City: Hangzhou", "city")
     # when acme's agent opens it
-    response = _login(staff["agent_a"]).get(f"/admin/memory/memoryunit/{memory.pk}/change/")
+    response = staff_login(staff["agent_a"]).get(f"/admin/memory/memoryunit/{memory.pk}/change/")
     # then one row for alice's memory
     assert response.status_code == 200
     assert [(a.what, a.end_user_id) for a in _accesses()] == [("memory", alice.end_user_id)]
@@ -92,7 +85,7 @@ def test_the_staff_live_view_writes_a_row_per_session_shown(staff, acme, alice):
     # given two open sessions of two end users
     bob = open_session_obj(acme, "bob-of-acme")
     # when acme's agent opens the live view
-    response = _login(staff["agent_a"]).get("/staff/sessions/")
+    response = staff_login(staff["agent_a"]).get("/staff/sessions/")
     # then one row for each session shown, with its end user
     assert response.status_code == 200
     assert {(a.session_id, a.end_user_id, a.what) for a in _accesses()} == {
@@ -103,7 +96,7 @@ def test_the_staff_live_view_writes_a_row_per_session_shown(staff, acme, alice):
 
 def test_a_refused_read_writes_nothing(staff, alice):
     # given the owner of globex, a stranger to acme
-    client = _login(staff["outsider"])
+    client = staff_login(staff["outsider"])
     # when they try to open acme's session
     response = client.get(f"/admin/conversations/chatsession/{alice.pk}/change/")
     # then they are turned away and nothing was read, so nothing is recorded
@@ -113,10 +106,10 @@ def test_a_refused_read_writes_nothing(staff, alice):
 
 def test_an_owner_lists_the_reads_of_their_tenant(staff, alice):
     # given acme's agent opened alice's session
-    _login(staff["agent_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
+    staff_login(staff["agent_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
     [access] = _accesses()
     # when acme's owner lists the staff reads
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     listing = client.get("/admin/conversations/staffaccess/")
     # then the agent's read is there, and its page opens read-only
     assert listing.status_code == 200
@@ -129,9 +122,9 @@ def test_an_owner_lists_the_reads_of_their_tenant(staff, alice):
 
 def test_an_agent_of_the_tenant_cannot_see_the_reads(staff, alice):
     # given a read on record in acme
-    _login(staff["owner_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
+    staff_login(staff["owner_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
     [access] = _accesses()
-    client = _login(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
     # when acme's agent looks for the staff reads
     listing = client.get("/admin/conversations/staffaccess/")
     detail = client.get(f"/admin/conversations/staffaccess/{access.pk}/change/")
@@ -144,11 +137,11 @@ def test_an_agent_of_the_tenant_cannot_see_the_reads(staff, alice):
 
 def test_another_tenants_owner_never_sees_the_reads(staff, globex, alice):
     # given a read in acme, and one in globex by its own owner
-    _login(staff["owner_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
+    staff_login(staff["owner_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
     gina = open_session_obj(globex, "gina-of-globex")
-    _login(staff["outsider"]).get(f"/admin/conversations/chatsession/{gina.pk}/change/")
+    staff_login(staff["outsider"]).get(f"/admin/conversations/chatsession/{gina.pk}/change/")
     acme_read = next(a for a in _accesses() if a.tenant_id == alice.tenant_id)
-    client = _login(staff["outsider"])
+    client = staff_login(staff["outsider"])
     # when globex's owner lists the staff reads and tries acme's
     listing = client.get("/admin/conversations/staffaccess/").content.decode()
     detail = client.get(f"/admin/conversations/staffaccess/{acme_read.pk}/change/")
@@ -161,11 +154,11 @@ def test_another_tenants_owner_never_sees_the_reads(staff, globex, alice):
 
 def test_a_superuser_sees_every_tenants_reads(staff, globex, alice):
     # given a read in acme and one in globex
-    _login(staff["owner_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
+    staff_login(staff["owner_a"]).get(f"/admin/conversations/chatsession/{alice.pk}/change/")
     gina = open_session_obj(globex, "gina-of-globex")
-    _login(staff["outsider"]).get(f"/admin/conversations/chatsession/{gina.pk}/change/")
+    staff_login(staff["outsider"]).get(f"/admin/conversations/chatsession/{gina.pk}/change/")
     # when the superuser lists them
-    listing = _login(staff["root"]).get("/admin/conversations/staffaccess/").content.decode()
+    listing = staff_login(staff["root"]).get("/admin/conversations/staffaccess/").content.decode()
     # then both are there
     assert "alice-of-acme" in listing
     assert "gina-of-globex" in listing

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from staff_auth.models import StaffPreference
-from tests.factories import open_session_obj, write_memory
+from tests.factories import open_session_obj, staff_login, write_memory
 
 CHINESE = "zh-Hans,zh;q=0.9"
 #: A memory's embedding, given so that no test loads the embedding model.
@@ -22,15 +22,9 @@ def remembered(acme):
     )
 
 
-def _login(user, accept_language: str) -> Client:
-    client = Client(headers={"accept-language": accept_language})
-    client.force_login(user)
-    return client
-
-
 def test_a_chinese_browser_gets_the_admin_and_the_memory_list_in_chinese(staff, remembered):
     # given acme's owner, whose browser asks for Chinese
-    client = _login(staff["owner_a"], CHINESE)
+    client = staff_login(staff["owner_a"], CHINESE)
     # when they open the admin and memdesk's list of memories
     index = client.get("/admin/")
     memories = client.get("/admin/memory/memoryunit/")
@@ -49,7 +43,7 @@ def test_a_chinese_browser_gets_the_admin_and_the_memory_list_in_chinese(staff, 
 def test_a_saved_english_preference_wins_over_a_chinese_browser(staff, remembered):
     # given the owner chose English, on a browser that asks for Chinese
     StaffPreference.objects.create(user=staff["owner_a"], language="en")
-    client = _login(staff["owner_a"], CHINESE)
+    client = staff_login(staff["owner_a"], CHINESE)
     # when
     memories = client.get("/admin/memory/memoryunit/")
     # then
@@ -61,20 +55,20 @@ def test_a_saved_english_preference_wins_over_a_chinese_browser(staff, remembere
 
 def test_switching_in_the_admin_saves_the_choice_for_every_browser(staff):
     # given the owner on an English browser
-    client = _login(staff["owner_a"], "en-US,en;q=0.9")
+    client = staff_login(staff["owner_a"], "en-US,en;q=0.9")
     # when they choose Chinese in the admin's header
     response = client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/admin/"})
     # then they are back on the page, the choice is saved, and another English browser gets Chinese
     assert response.status_code == 302
     assert response["Location"] == "/admin/"
     assert StaffPreference.objects.get(user=staff["owner_a"]).language == "zh-hans"
-    elsewhere = _login(staff["owner_a"], "en-US,en;q=0.9").get("/admin/")
+    elsewhere = staff_login(staff["owner_a"], "en-US,en;q=0.9").get("/admin/")
     assert elsewhere["Content-Language"] == "zh-hans"
 
 
 def test_the_header_offers_each_language_and_marks_the_current_one(staff):
     # when
-    html = _login(staff["agent_a"], CHINESE).get("/admin/").content.decode()
+    html = staff_login(staff["agent_a"], CHINESE).get("/admin/").content.decode()
     # then: a form to /i18n/setlang/ with one button per language, the current one pressed
     assert 'id="mdk-language"' in html
     assert 'action="/i18n/setlang/"' in html
@@ -85,7 +79,7 @@ def test_the_header_offers_each_language_and_marks_the_current_one(staff):
 
 def test_an_unknown_language_is_not_saved(staff):
     # given
-    client = _login(staff["owner_a"], CHINESE)
+    client = staff_login(staff["owner_a"], CHINESE)
     # when
     client.post("/i18n/setlang/", {"language": "xx", "next": "/admin/"})
     # then

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from memory.models import MemoryEvent, MemoryUnit
 from memory.store import write as store
 from tenants.rls import tenant_scope
-from tests.factories import open_session_obj
+from tests.factories import open_session_obj, staff_login
 
 
 @pytest.fixture
@@ -20,26 +19,20 @@ def memories(acme, globex):
     return ma, mg
 
 
-def _login(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _events(tenant, memory):
     with tenant_scope(tenant):
         return list(MemoryEvent.objects.for_tenant(tenant).filter(memory_id=memory.pk).order_by("id"))
 
 
 def test_list_shows_only_own_tenant_memories(staff, memories):
-    html = _login(staff["owner_a"]).get("/admin/memory/memoryunit/").content.decode()
+    html = staff_login(staff["owner_a"]).get("/admin/memory/memoryunit/").content.decode()
     assert "用户姓名 张伟" in html
     assert "Gina Globex" not in html
 
 
 def test_outsider_cannot_see_or_act_on_acme_memories(staff, memories, acme):
     ma, _ = memories
-    client = _login(staff["outsider"])
+    client = staff_login(staff["outsider"])
     assert "用户姓名 张伟" not in client.get("/admin/memory/memoryunit/").content.decode()
     client.post("/admin/memory/memoryunit/", {"action": "expire_now", "_selected_action": [str(ma.pk)]})
     with tenant_scope(acme.tenant):
@@ -48,7 +41,7 @@ def test_outsider_cannot_see_or_act_on_acme_memories(staff, memories, acme):
 
 
 def test_filters_by_type_and_expiry(staff, memories):
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     assert "张伟" in client.get("/admin/memory/memoryunit/?type__exact=user_profile&expired=no").content.decode()
     assert "张伟" not in client.get("/admin/memory/memoryunit/?type__exact=session_state").content.decode()
     assert "张伟" not in client.get("/admin/memory/memoryunit/?expired=yes").content.decode()
@@ -57,7 +50,7 @@ def test_filters_by_type_and_expiry(staff, memories):
 
 def test_expire_and_extend_actions_write_staff_events(staff, memories, acme):
     ma, _ = memories
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     client.post("/admin/memory/memoryunit/", {"action": "expire_now", "_selected_action": [str(ma.pk)]})
     client.post("/admin/memory/memoryunit/", {"action": "extend_24h", "_selected_action": [str(ma.pk)]})
     events = _events(acme.tenant, ma)
@@ -68,7 +61,7 @@ def test_expire_and_extend_actions_write_staff_events(staff, memories, acme):
 
 def test_edit_validates_content_length(staff, memories, acme):
     ma, _ = memories
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     url = f"/admin/memory/memoryunit/{ma.pk}/change/"
     expires = ma.expires_at.strftime("%Y-%m-%d %H:%M:%S")
     bad = client.post(url, {"content": "长" * 151, "data": "{}", "expires_at": expires})
@@ -85,7 +78,7 @@ def test_edit_validates_content_length(staff, memories, acme):
 
 def test_agent_can_read_history_but_not_edit(staff, memories):
     ma, _ = memories
-    client = _login(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
     page = client.get(f"/admin/memory/memoryunit/{ma.pk}/change/")
     assert page.status_code == 200
     assert "create" in page.content.decode()

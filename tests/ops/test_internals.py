@@ -215,7 +215,7 @@ def test_django_still_loads_raw_rows_the_way_load_models_copies():
     assert _parameters(Field.get_col)[:2] == ["self", "alias"]
     assert _parameters(Col.get_db_converters) == ["self", "connection"]
     assert _parameters(connection.ops.get_db_converters) == ["expression"]
-    # raw() still builds instances with from_db and the fields' converters: tests/memory/test_load_models.py
+    # raw() still builds instances with from_db and the fields' converters: tests/memory/embeddings/test_load_models.py
     # checks load_models' instances against the ORM's, field by field
     source = inspect.getsource(RawModelIterable.__iter__)
     assert "from_db(" in source

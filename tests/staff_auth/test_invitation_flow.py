@@ -11,6 +11,7 @@ from django.test import Client
 
 from staff_auth.models import Invitation, StaffAuthEvent
 from tenants.models import Membership
+from tests.factories import staff_login
 from tests.staff_auth.invitations_helpers import PASSWORD, invite, set_password
 
 pytestmark = pytest.mark.django_db
@@ -18,17 +19,11 @@ pytestmark = pytest.mark.django_db
 EMAIL = "new.agent@example.com"
 
 
-def _signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_owner_invites_and_the_invitee_joins_the_tenant(
     acme, globex, staff, mailoutbox, django_capture_on_commit_callbacks
 ):
     # given acme's owner in the admin
-    owner = _signed_in(staff["owner_a"])
+    owner = staff_login(staff["owner_a"])
 
     # when they invite an agent by e-mail
     with django_capture_on_commit_callbacks(execute=True):
@@ -97,7 +92,7 @@ def test_a_signed_in_invitee_accepts_with_their_own_account(acme, staff):
     outsider.email = "Outsider@Example.com"
     outsider.save()
     path = invite(acme.tenant, staff["owner_a"], email="outsider@example.com", role="admin")
-    client = _signed_in(outsider)
+    client = staff_login(outsider)
 
     # when they open the link and accept
     assert "You are signed in as outsider" in client.get(path).content.decode()
@@ -127,7 +122,7 @@ def test_an_existing_account_is_asked_to_sign_in_first(acme, staff):
 def test_a_signed_in_user_with_another_address_cannot_accept(acme, staff):
     # given a link for someone else, opened by agent_a while signed in
     path = invite(acme.tenant, staff["owner_a"], role="owner")
-    client = _signed_in(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
 
     # when agent_a tries to accept it
     response = client.post(path)

@@ -10,16 +10,11 @@ from django.test import Client
 from staff_auth.invitations import InvitationError, do_invite
 from staff_auth.models import Invitation
 from tenants.models import Membership
+from tests.factories import staff_login
 
 pytestmark = pytest.mark.django_db
 
 ADD = "/admin/staff_auth/invitation/add/"
-
-
-def _signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _post(client: Client, tenant) -> int:
@@ -36,7 +31,7 @@ def admin_a(acme):
 @pytest.mark.parametrize("who", ["admin_a", "agent_a"])
 def test_an_admin_or_agent_of_the_tenant_cannot_invite(acme, staff, admin_a, who):
     # given acme's admin or agent in the admin
-    client = _signed_in(admin_a if who == "admin_a" else staff[who])
+    client = staff_login(admin_a if who == "admin_a" else staff[who])
 
     # when they open the invitation form or post one
     page = client.get(ADD)
@@ -51,7 +46,7 @@ def test_an_admin_or_agent_of_the_tenant_cannot_invite(acme, staff, admin_a, who
 
 def test_another_tenants_owner_cannot_invite_into_this_tenant(acme, globex, staff):
     # given globex's owner in the admin
-    client = _signed_in(staff["outsider"])
+    client = staff_login(staff["outsider"])
 
     # when they post an invitation into acme
     response = client.post(ADD, {"tenant": acme.tenant.pk, "email": "x@example.com", "role": "owner"})
@@ -77,8 +72,8 @@ def test_the_service_refuses_a_non_owner_whatever_calls_it(acme, staff, admin_a)
 
 def test_a_superuser_and_the_owner_invite(acme, globex, staff, mailoutbox, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        assert _post(_signed_in(staff["root"]), globex.tenant) == 302
-        assert _post(_signed_in(staff["owner_a"]), acme.tenant) == 302
+        assert _post(staff_login(staff["root"]), globex.tenant) == 302
+        assert _post(staff_login(staff["owner_a"]), acme.tenant) == 302
     assert sorted(Invitation.objects.values_list("tenant__slug", flat=True)) == ["acme", "globex"]
     assert len(mailoutbox) == 2
 
@@ -89,7 +84,7 @@ def test_an_owner_sees_only_their_tenants_invitations(acme, globex, staff):
     do_invite(Invitation(tenant=globex.tenant, email="g@example.com"), invited_by=staff["outsider"], link=str)
 
     # when acme's owner lists them
-    listing = _signed_in(staff["owner_a"]).get("/admin/staff_auth/invitation/").content.decode()
+    listing = staff_login(staff["owner_a"]).get("/admin/staff_auth/invitation/").content.decode()
 
     # then acme's only
     assert "a@example.com" in listing

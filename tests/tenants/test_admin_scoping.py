@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
-from tests.factories import open_session_obj
+from tests.factories import open_session_obj, staff_login
 
 
 @pytest.fixture
@@ -15,15 +14,9 @@ def sessions(acme, globex):
     return a, g
 
 
-def _login(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_owner_sees_only_own_tenant_sessions(staff, sessions):
     a, g = sessions
-    page = _login(staff["owner_a"]).get("/admin/conversations/chatsession/")
+    page = staff_login(staff["owner_a"]).get("/admin/conversations/chatsession/")
     assert page.status_code == 200
     html = page.content.decode()
     assert str(a.pk) in html
@@ -32,17 +25,17 @@ def test_owner_sees_only_own_tenant_sessions(staff, sessions):
 
 def test_outsider_cannot_open_another_tenants_session(staff, sessions):
     a, _ = sessions
-    client = _login(staff["outsider"])
+    client = staff_login(staff["outsider"])
     response = client.get(f"/admin/conversations/chatsession/{a.pk}/change/")
     # the admin redirects to its index for an object it cannot see
     assert response.status_code in (302, 403, 404)
-    listing = _login(staff["outsider"]).get("/admin/conversations/chatsession/").content.decode()
+    listing = staff_login(staff["outsider"]).get("/admin/conversations/chatsession/").content.decode()
     assert f"/admin/conversations/chatsession/{a.pk}/change/" not in listing
     assert "alice-of-acme" not in listing
 
 
 def test_outsider_does_not_see_other_end_users_or_tenants(staff, sessions):
-    client = _login(staff["outsider"])
+    client = staff_login(staff["outsider"])
     users = client.get("/admin/tenants/enduser/").content.decode()
     assert "gina-of-globex" in users
     assert "alice-of-acme" not in users
@@ -53,7 +46,7 @@ def test_outsider_does_not_see_other_end_users_or_tenants(staff, sessions):
 
 def test_agent_may_view_but_not_change(staff, sessions):
     a, _ = sessions
-    client = _login(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
     assert client.get(f"/admin/conversations/chatsession/{a.pk}/change/").status_code == 200
     response = client.post(
         f"/admin/conversations/chatsession/{a.pk}/change/",
@@ -64,7 +57,7 @@ def test_agent_may_view_but_not_change(staff, sessions):
 
 def test_superuser_sees_every_tenant(staff, sessions):
     a, g = sessions
-    html = _login(staff["root"]).get("/admin/conversations/chatsession/").content.decode()
+    html = staff_login(staff["root"]).get("/admin/conversations/chatsession/").content.decode()
     assert str(a.pk) in html
     assert str(g.pk) in html
 
@@ -72,7 +65,7 @@ def test_superuser_sees_every_tenant(staff, sessions):
 def test_admin_creating_an_api_key_shows_it_once(staff, acme):
     from tenants.models import ApiKey
 
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     response = client.post("/admin/tenants/apikey/add/", {"tenant": str(acme.tenant.pk), "name": "ci"}, follow=True)
     assert response.status_code == 200
     html = response.content.decode()
@@ -102,7 +95,7 @@ OWNERS_ONLY = {
 
 def test_tenant_filters_list_only_the_staff_members_tenants(staff, sessions):
     # given acme's agent, who belongs to acme only
-    client = _login(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
     globex_id = str(staff["outsider"].memberships.get().tenant_id)
     # when every tenant-scoped changelist is opened
     pages = {url: client.get(url) for url in _scoped_changelists()}
@@ -127,8 +120,8 @@ def test_a_member_of_two_tenants_filters_by_both_and_superusers_by_all(staff, se
     initech = do_create_tenant("initech", "Initech").tenant
     Membership.objects.create(user=staff["owner_a"], tenant=initech, role=Membership.Role.AGENT)
     # when
-    mine = _login(staff["owner_a"]).get("/admin/conversations/chatsession/").content.decode()
-    everything = _login(staff["root"]).get("/admin/conversations/chatsession/").content.decode()
+    mine = staff_login(staff["owner_a"]).get("/admin/conversations/chatsession/").content.decode()
+    everything = staff_login(staff["root"]).get("/admin/conversations/chatsession/").content.decode()
     # then
     assert f"?tenant__id__exact={initech.pk}" in mine
     assert "globex" not in mine
@@ -139,7 +132,7 @@ def test_a_member_of_two_tenants_filters_by_both_and_superusers_by_all(staff, se
 
 def test_a_bookmark_of_the_old_session_admin_page_still_leads_there(staff, acme):
     # given a staff member who bookmarked the sessions page when it lived under /admin/chat/
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     # when they open the bookmark, with its filter
     response = client.get("/admin/chat/chatsession/?status__exact=open")
     # then they land on the same page at its new address

@@ -6,15 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.test import Client
 
 from tenants.models import Tenant
-
-
-def _login(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.factories import staff_login
 
 
 def _form(tenant, settings, **fields):
@@ -37,7 +31,7 @@ def configured(acme):
 def test_the_form_shows_the_retention_settings_in_their_own_fields(staff, configured):
     # given acme's settings with a history retention of 60 days
     # when its owner opens the tenant's page
-    html = _login(staff["owner_a"]).get(f"/admin/tenants/tenant/{configured.pk}/change/").content.decode()
+    html = staff_login(staff["owner_a"]).get(f"/admin/tenants/tenant/{configured.pk}/change/").content.decode()
     # then the field shows 60, and the JSON shows only the other keys
     assert 'name="history_retention_days" value="60"' in html
     assert 'name="message_retention_days"' in html
@@ -54,7 +48,7 @@ def test_the_form_shows_the_retention_settings_in_their_own_fields(staff, config
 )
 def test_the_form_refuses_days_out_of_bounds(staff, configured, days, message):
     # given the owner of acme
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     # when they save a message retention out of bounds
     url = f"/admin/tenants/tenant/{configured.pk}/change/"
     response = client.post(url, _form(configured, {"rate_limits": {"per_session": 20}}, message_retention_days=days))
@@ -66,7 +60,7 @@ def test_the_form_refuses_days_out_of_bounds(staff, configured, days, message):
 
 def test_saving_the_retention_keeps_the_other_settings(staff, configured):
     # given the owner of acme
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     # when they set messages to 30 days and memories to 365, and empty the history field
     url = f"/admin/tenants/tenant/{configured.pk}/change/"
     form = _form(
@@ -85,7 +79,7 @@ def test_saving_the_retention_keeps_the_other_settings(staff, configured):
 
 def test_a_retention_key_in_the_json_is_refused(staff, configured):
     # given the owner of acme
-    client = _login(staff["owner_a"])
+    client = staff_login(staff["owner_a"])
     # when they write a retention into the JSON instead of its field
     url = f"/admin/tenants/tenant/{configured.pk}/change/"
     response = client.post(url, _form(configured, {"message_retention_days": 5}))
@@ -97,7 +91,7 @@ def test_a_retention_key_in_the_json_is_refused(staff, configured):
 
 def test_an_agent_sees_the_page_but_cannot_change_the_retention(staff, configured):
     # given acme's agent, who may look but not change
-    client = _login(staff["agent_a"])
+    client = staff_login(staff["agent_a"])
     url = f"/admin/tenants/tenant/{configured.pk}/change/"
     # when they open the page, and then post a retention
     page = client.get(url)
