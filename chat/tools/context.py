@@ -44,8 +44,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from chat.models import ExecutionContext
+from chat.tools.call import ToolOutcome
 from chat.tools.compact import dumps_compact
-from chat.tools.registry import ToolOutcome
 from config.db.sql import unit_of_work
 from config.errors import ApiError
 from conversations.access import require_session_id

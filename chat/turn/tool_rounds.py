@@ -31,6 +31,7 @@ from chat.prompt import build as prompt_mod
 from chat.prompt.prepared import PreparedTurn
 from chat.prompt.tokens import count_tokens, render_message
 from chat.tools import registry as tools_mod
+from chat.tools.call import call_tool, tool_error
 from chat.tools.compact import dumps_compact
 from chat.tools.context import ToolBusy, do_finish_tool_call, do_start_tool_call, execution_context, session_tool_lock
 from config.db.sql import unit_of_work
@@ -130,12 +131,12 @@ async def run_tool_call(
         async with session_tool_lock(session):
             started = await unit_of_work(do_start_tool_call)(tenant, session, name=name, arguments=arguments)
             if tool is None:
-                outcome = tools_mod.tool_error("unknown_tool", f"there is no tool named {name!r}")
+                outcome = tool_error("unknown_tool", f"there is no tool named {name!r}")
             elif (problem := tools_mod.validate_arguments(tool.parameters, sent)) is not None:
                 # The problem may quote a value put back from its mask: the model gets it masked again.
-                outcome = tools_mod.tool_error("invalid_arguments", mask_text(problem))
+                outcome = tool_error("invalid_arguments", mask_text(problem))
             else:
-                outcome = await tools_mod.call_tool(
+                outcome = await call_tool(
                     tenant,
                     tool,
                     sent,
@@ -155,7 +156,7 @@ async def run_tool_call(
             )
     except ToolBusy as exc:
         logger.warning("turn %s: %s", message.pk, exc)
-        outcome = tools_mod.tool_error("tool_busy", "another tool call of this session is still running")
+        outcome = tool_error("tool_busy", "another tool call of this session is still running")
         context = await unit_of_work(execution_context)(tenant, session)
     # Only registered names become label values: the model can invent any name.
     metrics.TOOL_CALLS.labels(tenant=tenant.slug, tool=name if tool else "unknown", outcome=outcome.metric).inc()

