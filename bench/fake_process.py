@@ -4,7 +4,7 @@ In the load generator's process, the fake's handler threads share one GIL with t
 WebSocket clients that time each turn: a client could read its ``done`` frame only after the fake's
 thread, busy with another session's reply, let go of the GIL — a delay of the measurement, not of
 memdesk. Here the fake runs in a child process (``spawn``) and the benchmark talks to it over a pipe:
-the same few operations ``bench/chat_load.py`` uses on the in-process fake.
+the same few operations ``bench/load/chat_load.py`` uses on the in-process fake.
 
     with FakeOllamaProcess(deltas=["好的，", "已为您", …]) as fake:
         fake.host; fake.clear_requests(); fake.chat_requests; fake.script("text")

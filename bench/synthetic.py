@@ -3,11 +3,11 @@
 Every generator draws from the ``random.Random`` it is given and from nothing else, so a seed gives the same data on
 any machine (no clock, no ``uuid4``, no set order). Two vocabularies, one per kind of text:
 
-- **memories** (``bench/recall_scale.py``): :class:`Gen` draws values (names, phones, e-mails, addresses, order
+- **memories** (``bench/scale/recall_scale.py``): :class:`Gen` draws values (names, phones, e-mails, addresses, order
   and tracking numbers, amounts, dates, coupons); :func:`make_text` turns them into one memory's content of a given
   type and language, :func:`random_memory` draws the type, language and keyedness in the product's mix
   (:data:`TYPE_WEIGHTS`, :data:`KEYED_SHARE`), :func:`make_query` a customer's question;
-- **dialogues** (``bench/chat_memory.py --dataset scale``): :func:`exchanges` draws user messages with facts,
+- **dialogues** (``bench/quality/chat_memory.py --dataset scale``): :func:`exchanges` draws user messages with facts,
   the agent's replies and questions that name each exchange by its order number; their sentences are
   templates in ``bench/data/synthetic_exchanges.json``.
 

@@ -18,7 +18,7 @@ keeping its connections to Ollama open between replies), closed when the loop
 ends: a pool is bound to the loop it was made in, and memdesk calls from the
 server's loop and from ``async_to_sync`` loops (a new one per call outside the
 server) alike. A client per reply would cost each turn a TCP connect and the
-client's construction (bench/chat_load.py reports the Ollama client's share of
+client's construction (bench/load/chat_load.py reports the Ollama client's share of
 a worker's time). The pool has no connection limit (Ollama queues requests
 itself, ``OLLAMA_MAX_QUEUE``), so sharing it never makes a reply wait. Building
 a TLS context per client would load and parse the whole CA bundle each time

@@ -13,7 +13,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram
 
 OLLAMA_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 80.0)
-#: Around the chat-turn overhead target (p95 ≤ 50 ms, bench/chat_load.py), with room above it.
+#: Around the chat-turn overhead target (p95 ≤ 50 ms, bench/load/chat_load.py), with room above it.
 TURN_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 TOKEN_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 

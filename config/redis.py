@@ -7,7 +7,7 @@ task is cancelled in the same loop iteration as the write completes
 receive when its WebSocket closes; a cancellation that lands on the write of a
 ``BZPOPMIN`` was swallowed, the receive looped on, and the consumer waited for
 it forever: a task and its state leaked per unlucky disconnect, and a worker
-with one never finished a graceful shutdown (``bench/chat_load.py`` saw
+with one never finished a graceful shutdown (``bench/load/chat_load.py`` saw
 ``memdesk did not stop within 30 s`` after most runs).
 
 The classes here bound the write with ``asyncio.timeout`` instead, which passes

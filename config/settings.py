@@ -162,7 +162,7 @@ else:
 _db.setdefault("CONN_HEALTH_CHECKS", True)
 # A bounded connection pool per process (psycopg_pool), on by default. Without
 # it every unit of work of a chat turn starts a PostgreSQL backend of its own
-# (three a turn, each a server process start-up; bench/chat_load.py); under ASGI each
+# (three a turn, each a server process start-up; bench/load/chat_load.py); under ASGI each
 # concurrent HTTP request would hold a connection of its own, and a burst of
 # 100 requests exhausts max_connections=100. With the pool, requests beyond
 # DB_POOL_MAX_SIZE wait for a connection (up to DB_POOL_TIMEOUT_S) instead of
@@ -207,7 +207,7 @@ if REDIS_URL:
             # redis-py 8 reads with a 5 s socket timeout by default: exactly as
             # long as channels_redis blocks in BZPOPMIN waiting for a message, so
             # every WebSocket idle for 5 s lost its consumer (TimeoutError).
-            # Reads must outlast the block (bench/chat_load.py found it).
+            # Reads must outlast the block (bench/load/chat_load.py found it).
             # connection_class: writes that pass a cancellation on (config/redis.py:
             # Python 3.11's wait_for swallowed one now and then, and the consumer of
             # a closed WebSocket then waited forever for its receive to end).

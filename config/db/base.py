@@ -41,7 +41,7 @@ class LifoConnectionPool(ConnectionPool):
     every statement twice (its first run, and the second, when psycopg prepares it) — recall's candidate
     query alone takes longer to plan than to run. Taking connections in turn (psycopg_pool's order) kept every one of a
     worker's connections in play, so each had to warm up to every statement of a chat turn: after a start
-    or a deploy, turns ran slow for minutes (bench/chat_load.py's p95 by 30 s windows). Most recent first,
+    or a deploy, turns ran slow for minutes (bench/load/chat_load.py's p95 by 30 s windows). Most recent first,
     a worker at its usual concurrency reuses the same warm one or two, the others stay idle, and the pool
     still closes the least recently used when it shrinks. Only the checkout order differs from
     psycopg_pool 3.3's ``_get_ready_connection`` (pinned in requirements.txt; tests/ops check the order)."""

@@ -4,12 +4,12 @@
 each call runs in the event loop's thread pool with its own connection
 (closed after the call, as ``close_old_connections`` does), so the database
 steps of many concurrent chat turns run side by side instead of queueing on
-Channels' single shared sync thread — measured in ``bench/chat_load.py``.
+Channels' single shared sync thread — measured in ``bench/load/chat_load.py``.
 Every unit opens its own transaction and RLS scope from its explicit
 ``tenant`` argument, so nothing depends on which thread runs it. With
 ``DB_POOL_MAX_SIZE`` set, "closed" hands the connection back to the process's
 pool instead of ending a PostgreSQL backend: a fresh backend per unit costs
-each turn a PostgreSQL connection start-up per unit (bench/chat_load.py runs
+each turn a PostgreSQL connection start-up per unit (bench/load/chat_load.py runs
 with the pool).
 
 ``fetch_row`` and ``execute`` run the few statements of a chat turn written in

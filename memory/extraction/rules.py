@@ -528,7 +528,7 @@ def _extract_entities_by_pos(state: _Extraction) -> None:
 
 
 # Words jieba 0.42 tags ``ns`` that are not places in customer-service talk (「上门」 is a home visit,
-# 「东西」 "stuff", 「福利」 "perks"; the last two found by bench/zh_ner.py).
+# 「东西」 "stuff", 「福利」 "perks"; the last two found by bench/quality/zh_ner.py).
 _NOT_PLACES = frozenset({"上门", "入门", "出门", "门店", "中文", "英文", "中方", "南方", "北方", "东西", "福利"})
 
 _EXTRACTORS: tuple[Callable[[_Extraction], None], ...] = (

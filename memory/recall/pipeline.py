@@ -7,7 +7,7 @@ The one implementation used by the API, the chat runtime and the benchmarks.
 2. **Candidate stage** — hybrid: pgvector cosine distance on the query
    rewritten by intent, and PostgreSQL full-text search on jieba-segmented
    text, fused by weighted reciprocal rank (weights from settings, chosen by
-   measurement in ``bench/locomo_recall.py``): ``memory.recall.candidates``.
+   measurement in ``bench/quality/locomo_recall.py``): ``memory.recall.candidates``.
    The query embedding runs on a pool thread while the rule stage's lookups
    run, so ``timings_ms["embed"]`` (its own duration) overlaps ``rule``.
 3. **TTL filter and rerank** — validity (``created_at <= as_of < expires_at``)

@@ -346,7 +346,8 @@ class IntentMatch:
 def intent_models() -> dict[str, tuple[tuple[str, ...], float]]:
     """Per embedding model: the query languages it reads and the similarity an intent example must reach.
 
-    The thresholds were chosen on ``bench/data/vague_queries.json`` by ``bench/intent_rewrite.py``, for each model
+    The thresholds were chosen on ``bench/data/vague_queries.json`` by ``bench/quality/intent_rewrite.py``, for each
+    model
     on the languages it reads: the value that gets most queries right (the labelled intent, or a plain query left
     unchanged) among those 0.05 or more above every plain query's similarity to an intent example — a false
     rewrite changes what recall searches for, a miss only keeps the query as it was. MiniLM maps most Chinese

@@ -21,7 +21,7 @@ StaleScope = Literal["topic", "any"]
 
 @dataclasses.dataclass(frozen=True)
 class RecallTuning:
-    """Chosen on LoCoMo (bench/locomo_recall.py, grid on half the conversations, checked on the other half):
+    """Chosen on LoCoMo (bench/quality/locomo_recall.py, grid on half the conversations, checked on the other half):
     equal weights with ``rrf_k`` 10 beat ``rrf_k`` 60 and 2:1 in favour of the lexical leg; bench/RESULTS.md
     has the figures."""
 

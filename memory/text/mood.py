@@ -19,7 +19,7 @@ deterministic, microseconds a message. Each cue found adds its weight:
 
 The sum maps to a score in [0, 1) (``1 - exp(-sum)``); the message is negative at ``NEGATIVE_AT`` (one strong
 cue, one moderate cue, or a weak cue with repeated punctuation). Measured on ``bench/data/mood_labels.json`` by
-``bench/mood.py`` (bench/RESULTS.md, "Mood detection"). Known misses: sarcasm without a cue word (「你们可真行」
+``bench/quality/mood.py`` (bench/RESULTS.md, "Mood detection"). Known misses: sarcasm without a cue word (「你们可真行」
 is caught, most irony is not), dissatisfaction told as a plain fact.
 
 :func:`care_reason` says whether a memory is a care memory — what the agent already did or promised to make

@@ -1,5 +1,5 @@
 """A chat turn's own time on /metrics: ``memdesk_turn_overhead_seconds`` (what memdesk adds to the model's
-time, the quantity bench/chat_load.py holds to p95 ≤ 50 ms) and ``memdesk_turn_stage_seconds`` per unit of
+time, the quantity bench/load/chat_load.py holds to p95 ≤ 50 ms) and ``memdesk_turn_stage_seconds`` per unit of
 work, so an operator sees in production what the benchmark measures."""
 
 from __future__ import annotations

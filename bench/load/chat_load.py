@@ -4,7 +4,7 @@ extract, recall, prompt, persist, relay) — plus the seed's comparison (S20):
 prompt tokens of our two-channel prompt vs the raw history at turns 10/30/50
 of a 50-turn dialogue.
 
-    nice -n 5 .venv/bin/python bench/chat_load.py --sessions 10,100,300 --mode paced --workers 4
+    nice -n 5 .venv/bin/python bench/load/chat_load.py --sessions 10,100,300 --mode paced --workers 4
 
 Two ways to load the server, both reported:
 
@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import (  # noqa: E402
     REPO_ROOT,

@@ -5,7 +5,7 @@ new user message, labelled ``switch`` or not, in Chinese and English; the positi
 detector sees what the runtime keeps for a topic (``memory.topics.freeze``): the vectors of the topic's first and
 latest message.
 
-Run from the repository root: ``.venv/bin/python bench/topic_switch.py`` (no database; loads the embedding
+Run from the repository root: ``.venv/bin/python bench/quality/topic_switch.py`` (no database; loads the embedding
 models once). ``--errors`` lists the pairs it gets wrong with their similarity; ``--sweep`` prints precision and
 recall over thresholds (how ``memory.topics.detect.SHIFT_THRESHOLDS`` were chosen). Per-message cost: the embedding of
 the new message plus the similarity, the work a turn adds.
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 

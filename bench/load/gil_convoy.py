@@ -7,8 +7,8 @@ Python, every take-back waits for the interpreter's switch interval (5 ms by def
 stretches far beyond its CPU time while the other thread hardly slows down. MiniLM on onnxruntime takes
 the GIL once per call and is measured for comparison.
 
-    nice -n 5 .venv/bin/python bench/gil_convoy.py               # ~1 minute
-    nice -n 5 .venv/bin/python bench/gil_convoy.py --n 50 --switch-ms 1
+    nice -n 5 .venv/bin/python bench/load/gil_convoy.py               # ~1 minute
+    nice -n 5 .venv/bin/python bench/load/gil_convoy.py --n 50 --switch-ms 1
 
 Prints, per model: ms per embedding alone and beside a spinning Python thread, and the spinning thread's
 speed with and without the embeddings; writes ``bench/out/gil_convoy.json``. Needs no database.
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import log, machine_info, now_iso, table, write_result  # noqa: E402
 

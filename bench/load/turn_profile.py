@@ -5,8 +5,8 @@ per turn, and the stage figures the product itself records (the
 histograms of ``memory/metrics.py``) — the figures behind the chat-load target
 (bench/RESULTS.md § Chat load).
 
-    nice -n 5 .venv/bin/python bench/turn_profile.py --sessions 20 --turns 6
-    nice -n 5 .venv/bin/python bench/turn_profile.py --cprofile bench/out/turn.prof
+    nice -n 5 .venv/bin/python bench/load/turn_profile.py --sessions 20 --turns 6
+    nice -n 5 .venv/bin/python bench/load/turn_profile.py --cprofile bench/out/turn.prof
 
 The turn runs exactly as in the server (``chat.turn.run.run_turn``); its units
 of work, which the server hands to a thread pool, run inline on the event
@@ -37,7 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import (  # noqa: E402
     backend_cpu_s,
@@ -130,7 +130,7 @@ def profiled_stages(profile: cProfile.Profile) -> list[tuple[str, int, float, fl
 
 def main(argv: list[str] | None = None, *, execute_wrapper: Callable[..., Any] | None = None) -> None:
     """Run the profile; ``execute_wrapper`` (Django's ``connection.execute_wrapper`` protocol) sees every
-    statement of the turns (``bench/turn_statements.py``)."""
+    statement of the turns (``bench/load/turn_statements.py``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--turns", type=int, default=6, help="turns per session")

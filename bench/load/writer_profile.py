@@ -2,8 +2,8 @@
 it (``memory.conversation.units.index_turns``, the batch ``memory.conversation.writer`` hands it), per turn, by batch
 size.
 
-    nice -n 5 .venv/bin/python bench/writer_profile.py --sessions 20 --turns 10 --batches 1,10
-    nice -n 5 .venv/bin/python bench/writer_profile.py --cprofile bench/out/writer.prof
+    nice -n 5 .venv/bin/python bench/load/writer_profile.py --sessions 20 --turns 10 --batches 1,10
+    nice -n 5 .venv/bin/python bench/load/writer_profile.py --cprofile bench/out/writer.prof
 
 The turns run first, through ``chat.turn.run.run_turn`` with the fake Ollama answering and ``MEMORY_WRITER``
 "worker" (their announcements go unheard: no worker runs), so their messages wait unwritten. Then each batch
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import (  # noqa: E402
     backend_cpu_s,

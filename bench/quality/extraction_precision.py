@@ -14,12 +14,13 @@ message. Two extractors run on the same set:
   file with importlib under another module name. It imports ``memory.text.compression`` and ``memory.text.redaction``
   from the working tree.
 
-Run from the repository root: ``.venv/bin/python bench/extraction_precision.py`` (a few seconds; jieba loads its
+Run from the repository root: ``.venv/bin/python bench/quality/extraction_precision.py`` (a few seconds; jieba loads its
 dictionary once). Prints a Markdown table and writes ``bench/out/extraction_precision.json``. ``--errors`` lists
 each wrong or missed fact of the new code. ``--data PATH`` scores another labelled file of the same schema (e.g.
 the held-out ``bench/data/extraction_labels_holdout.json``); its result then goes to
 ``bench/out/extraction_precision_<stem>.json`` (the stem less ``extraction_labels_``) unless ``--out NAME`` names
-another ``bench/out/NAME.json``. No Django settings needed: ``memory.extraction.rules`` is pure.
+another ``bench/out/NAME.json``. Django's apps are loaded (``memory.extraction`` exports its entry point, which
+stores), but no database is opened.
 """
 
 from __future__ import annotations
@@ -38,11 +39,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
+import django  # noqa: E402
+
 from bench.common import REPO_ROOT, git_state, now_iso, table, write_result  # noqa: E402
+
+django.setup()  # the settings module is bench.common's; no connection is opened
 
 LABELS = BENCH_DIR / "data" / "extraction_labels.json"
 SCORED = (

@@ -2,7 +2,7 @@
 an UPPER BOUND, not the product's figure.
 
 UPPER BOUND: both modes write the LoCoMo turns straight into the store (``do_write_memory``, with batch embeddings
-and the dataset's own dates): no user's conversation does this; the product's figure is ``bench/chat_memory.py``
+and the dataset's own dates): no user's conversation does this; the product's figure is ``bench/quality/chat_memory.py``
 (turns sent through ``chat.turn.run.run_turn``, questions recalled in a new session of the same end user). What
 this benchmark measures is recall over an ideal store, and what its fusion knobs are tuned on.
 
@@ -14,8 +14,9 @@ For each conversation: one tenant, one end user, one session.
 
 - ``turns`` mode: every turn stored through ``memory.store.write.do_write_memory`` as ``fact_reference`` memories,
   content "Speaker: text" (a shared photo's caption appended as "[shared a photo: …]"); a turn longer than 150
-  characters is split into units of at most 150 characters at sentence boundaries (then clause, then word
-  boundaries — every word is kept; never ``text[:n]``), each unit carrying ``data={"dia_id": …, "date": …}``.
+  characters is split into units of at most 150 characters by the product's own splitter
+  (``memory.conversation.units.split_units``: sentences, then clauses, then words — every word is kept; never
+  ``text[:n]``), each unit carrying ``data={"dia_id": …, "date": …}``.
   Embeddings are computed in batches and passed to ``do_write_memory(embedding=…)``.
 - ``pipeline`` mode: every turn stored as a ``chat.models.Message`` (role user) and run through
   ``memory.extraction.run.extract_and_store`` (rules, compression, upserts, topic switches), plus the turn memories
@@ -33,7 +34,7 @@ vectors.
 
 Usage (from the repository root)::
 
-    nice -n 10 .venv/bin/python bench/locomo_recall.py
+    nice -n 10 .venv/bin/python bench/quality/locomo_recall.py
 
 Writes ``bench/out/locomo_recall.json``.
 """
@@ -51,7 +52,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: common, retrieval, synthetic
 import common  # noqa: E402
 import retrieval  # noqa: E402
 
@@ -162,44 +163,6 @@ def load_conversations(limit: int, max_questions: int | None) -> list[Conversati
 
 # --- turn → memory units -------------------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])")
-_CLAUSE = re.compile(r"(?<=[,;:—–])\s+|\s+(?=—)")
-
-
-def _pack(pieces: list[str], limit: int, joiner: str = " ") -> list[str]:
-    """Greedily join consecutive pieces into chunks of at most ``limit`` characters."""
-    chunks: list[str] = []
-    current = ""
-    for piece in pieces:
-        candidate = f"{current}{joiner}{piece}" if current else piece
-        if len(candidate) <= limit:
-            current = candidate
-        else:
-            if current:
-                chunks.append(current)
-            current = piece
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def split_units(text: str, limit: int) -> list[str]:
-    """Split at sentence boundaries into pieces of at most ``limit`` characters; a sentence that is still too
-    long is split at clause boundaries, then between words. Every word is kept (no truncation)."""
-    if len(text) <= limit:
-        return [text]
-    pieces: list[str] = []
-    for sentence in (s.strip() for s in _SENTENCE.split(text) if s.strip()):
-        if len(sentence) <= limit:
-            pieces.append(sentence)
-            continue
-        for clause in (c.strip() for c in _CLAUSE.split(sentence) if c.strip()):
-            if len(clause) <= limit:
-                pieces.append(clause)
-            else:
-                pieces.extend(_pack(clause.split(), limit))
-    return _pack(pieces, limit)
-
 
 def turn_units(turn: Turn, long_mode: str) -> list[str]:
     prefix = f"{turn.speaker}: "
@@ -209,7 +172,10 @@ def turn_units(turn: Turn, long_mode: str) -> list[str]:
         from memory.text.compression import compress
 
         return [compress(prefix + turn.text, limit=UNIT_LIMIT, language="en")]
-    return [prefix + unit for unit in split_units(turn.text, UNIT_LIMIT - len(prefix))]
+    # the product's own splitter: the units recall is tuned on are the ones it makes
+    from memory.conversation.units import split_units
+
+    return [prefix + unit for unit in split_units(turn.text, limit=UNIT_LIMIT - len(prefix))]
 
 
 # --- ingest --------------------------------------------------------------------------------------------------
@@ -519,7 +485,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "benchmark": "locomo_recall",
         "date": common.now_iso(),
-        "command": "nice -n 10 .venv/bin/python bench/locomo_recall.py " + " ".join(sys.argv[1:]),
+        "command": "nice -n 10 .venv/bin/python bench/quality/locomo_recall.py " + " ".join(sys.argv[1:]),
         "dataset": {
             "path": str(DATA),
             "citation": CITATION,
@@ -708,7 +674,7 @@ def main() -> None:
     print()
     print(
         "UPPER BOUND: turns written straight into the store: no user's conversation does this; the product's "
-        "figure is bench/chat_memory.py\n"
+        "figure is bench/quality/chat_memory.py\n"
     )
 
     def row(label: str, summ: dict[str, Any]) -> list[Any]:

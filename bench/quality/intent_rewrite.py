@@ -16,8 +16,8 @@ On ``bench/data/vague_queries.json`` (vague customer-service queries, zh and en,
 - **time**: what the embedding rewrite adds to a query's embedding in recall (``rewrite_and_embed`` against
   ``embed_one`` of the query), median over the set, for queries it leaves alone and for those it rewrites.
 
-Recall@5 with and without the rewrite is measured through the chat path by ``bench/chat_memory.py --dataset
-zh_cs --knobs '{"intent_embedding": false}'``. Run: ``nice -n 10 .venv/bin/python bench/intent_rewrite.py``
+Recall@5 with and without the rewrite is measured through the chat path by ``bench/quality/chat_memory.py --dataset
+zh_cs --knobs '{"intent_embedding": false}'``. Run: ``nice -n 10 .venv/bin/python bench/quality/intent_rewrite.py``
 (under a minute); writes ``bench/out/intent_rewrite.json``.
 """
 
@@ -26,11 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import common
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: common
+import common  # noqa: E402
 
 DATA = common.BENCH_DIR / "data" / "vague_queries.json"
 THRESHOLDS = [round(0.30 + 0.025 * i, 3) for i in range(25)]  # 0.30 … 0.90

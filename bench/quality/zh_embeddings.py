@@ -28,7 +28,7 @@ memories 0) count at their expected rank under a random tie-break.
 Latency: p50/p95 of one call encoding one query (the recall path), and
 throughput encoding all memories in batches of 64 (the backfill path).
 
-Run: ``nice -n 10 .venv/bin/python bench/zh_embeddings.py`` (a few minutes on
+Run: ``nice -n 10 .venv/bin/python bench/quality/zh_embeddings.py`` (a few minutes on
 2 cores); writes ``bench/out/zh_embeddings.json``. ``--quick`` skips the
 latency loops.
 """
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
@@ -529,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload = {
         "benchmark": "zh_embeddings",
         "when": now_iso(),
-        "command": "nice -n 10 .venv/bin/python bench/zh_embeddings.py" + (" --quick" if args.quick else ""),
+        "command": "nice -n 10 .venv/bin/python bench/quality/zh_embeddings.py" + (" --quick" if args.quick else ""),
         "machine": machine_info(with_db=False),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "e5_threads": os.environ.get("MEMDESK_E5_THREADS", "1"),

@@ -6,7 +6,7 @@ trap it sets (``negated``: 「我一点也不生气」; ``calm_complaint``: diss
 ``sarcasm``; ``resolved``: an anger already over; ``tricky_word``: 「垃圾分类」, 「不好意思」, "sorry").
 The positive class is "negative mood".
 
-Run from the repository root: ``.venv/bin/python bench/mood.py`` (well under a second; no Django, no model).
+Run from the repository root: ``.venv/bin/python bench/quality/mood.py`` (well under a second; no Django, no model).
 ``--errors`` lists each message it gets wrong with the cues it found; ``--data PATH`` scores another file of
 the same schema.
 """
@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
