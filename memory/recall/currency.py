@@ -13,13 +13,8 @@ from django.db import connection
 from conversations.models import ChatSession
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
-from memory.recall.candidates import (
-    RecallHit,
-)
-from memory.recall.ranking import (
-    names_any,
-    query_identifiers,
-)
+from memory.recall.candidates import RecallHit
+from memory.recall.ranking import names_any, query_identifiers
 from memory.recall.tuning import tuning
 from memory.store.read import SCOPE_SQL, scope_params
 from tenants.models import Tenant

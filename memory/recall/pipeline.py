@@ -32,20 +32,10 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession
 from memory import metrics
 from memory.models import MemoryType, MemoryUnit
-from memory.recall.candidates import (
-    QueryEmbedding,
-    RecallHit,
-    candidate_stage,
-    elapsed_ms,
-    embed_query_soon,
-)
+from memory.recall.candidates import QueryEmbedding, RecallHit, candidate_stage, elapsed_ms, embed_query_soon
 from memory.recall.currency import current_first
 from memory.recall.questions import with_answers
-from memory.recall.ranking import (
-    about_now,
-    care_lift,
-    rerank_weights,
-)
+from memory.recall.ranking import about_now, care_lift, rerank_weights
 from memory.recall.rewrite import rule_keys
 from memory.store.consent import memory_enabled_for_session
 from memory.store.feedback import mark_recalled

@@ -10,12 +10,8 @@ from django.db import connection
 
 from conversations.models import ChatSession
 from memory.conversation.units import is_conversation_key
-from memory.recall.candidates import (
-    RecallHit,
-)
-from memory.recall.ranking import (
-    weighted_score,
-)
+from memory.recall.candidates import RecallHit
+from memory.recall.ranking import weighted_score
 from memory.store.read import SCOPE_SQL, fetch_memories, scope_params
 from tenants.models import Tenant
 

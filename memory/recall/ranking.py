@@ -8,9 +8,7 @@ from typing import Any
 
 from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
-from memory.recall.candidates import (
-    RecallHit,
-)
+from memory.recall.candidates import RecallHit
 from memory.recall.tuning import tuning
 from memory.text.mood import Mood, care_reason
 
