@@ -6,12 +6,15 @@ Django's files and the REST views stay at this package's root: ``models``, ``adm
 ``tasks`` (background jobs), ``metrics``, ``serializers``, ``views`` (``/api/v1/memories…``). Everything else is
 a package, each above the ones after it (import-linter's "memory's packages in order" contract):
 
-- ``memory.end_user`` | ``memory.recall`` — the end user's own view of their memories; three-stage recall.
+- ``memory.end_user`` — the end user's own view of their memories (its views share ``memory.serializers``,
+  which know recall's limits: so it sits above recall).
+- ``memory.recall`` — three-stage recall.
 - ``memory.conversation`` — every chat message as recallable units, written by the background writer.
 - ``memory.extraction`` — from a message to keyed facts: rules, dates, service facts, ownership, the model.
 - ``memory.topics`` — topic switches: detection, freezing and returning.
 - ``memory.store`` — writing, reading, changing and auditing stored memories; feedback, consent, retention.
-- ``memory.embeddings`` | ``memory.text`` — sentence vectors; pure text functions (no Django, no database).
+- ``memory.embeddings`` — sentence vectors (they read ``memory.models``, which masks text: so above text).
+- ``memory.text`` — pure text functions (no Django, no database).
 
 Other apps import only what a package's ``__init__`` exports (import-linter's "memory's packages are private"
 contract, ``make lint``).
