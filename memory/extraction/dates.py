@@ -1,9 +1,10 @@
 """Dates and times in chat text, resolved against the message's ``now`` (part of the rule extractor, S2).
 
-:func:`extract_dates` finds absolute dates (2026-12-02, 12月5日, 三月十二号, Dec 5), relative ones (明天, 下周三,
-3天后, 下个月15号, 本月底, "next Monday", "in 3 days", "end of next month") and a clock time right after them
-(下午3点, 下午三点到五点, "at 2 pm"); each becomes a ``date`` :class:`Found` whose value is the moment in UTC.
-A date without a zone is read in ``now``'s zone; a month and day without a year take the nearest year.
+:func:`extract_dates` finds absolute dates (2026-12-02, 12月5日, 三月十二号, Dec 5), relative ones (明天, 大前天,
+上周五, 下下周三, 本周一, 3天后, 5天前, 上个月15号, 本月底, "next Monday", "last Friday", "the day before
+yesterday", "3 days ago", "end of next month"; docs/memory-intelligence.md § Dates has the rules) and a clock time
+right after them (下午3点, 下午三点到五点, "at 2 pm"); each becomes a ``date`` :class:`Found` whose value is the
+moment in UTC. A date without a zone is read in ``now``'s zone; a month and day without a year take the nearest year.
 
 :func:`parse_expiry` reads a validity right after a coupon (「有效期至 12 月 31 日」, 「7天内有效」, 「有效期到本月底」,
 "valid for 7 days", "expires on Dec 10") and claims its date so it is not reported twice. Pure.
@@ -56,13 +57,21 @@ _RELATIVE_DAYS_ZH = {
     "今天": 0,
     "今晚": 0,
     "昨天": -1,
+    "昨晚": -1,
+    "大前天": -3,
     "前天": -2,
+    "前晚": -2,
 }
 _RELATIVE_DAYS_EN = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
 # Small Chinese numerals for months, days and hours (三月十二号, 下午三点); larger ones are amounts, not dates.
 _CN_SMALL = "[一二两三四五六七八九十]{1,3}"
 _NUM = rf"(?:\d{{1,2}}|{_CN_SMALL})"
-_MONTH_OFFSET = {"下": 1, "下个": 1, "本": 0, "这": 0, "这个": 0, "上": -1, "上个": -1, "": 0}
+_MONTH_OFFSET = {
+    "下下": 2, "下下个": 2, "下": 1, "下个": 1, "本": 0, "这": 0, "这个": 0, "上": -1, "上个": -1, "上上": -2,
+    "上上个": -2, "": 0,
+}  # fmt: skip
+#: A weekday named with its week (「上周五」, 「下下星期三」, 「本周一」): that week's day, weeks starting on Monday.
+_WEEK_OFFSET = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
 
 _TIME_ZH = re.compile(
     rf"\s*(?P<period>上午|下午|晚上|早上|中午|凌晨|傍晚)?\s*(?P<hour>{_NUM})\s*(?:[点时](?:\s*(?P<minute>\d{{1,2}})\s*分?|"
@@ -80,7 +89,7 @@ DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "ymd",
         re.compile(r"(?<!\d)(?P<y>\d{4})\s*[-/.年]\s*(?P<m>\d{1,2})\s*[-/.月]\s*(?P<d>\d{1,2})(?:\s*[日号])?(?!\d)"),
     ),
-    ("month_rel_zh", re.compile(rf"(?P<which>下个?|本|这个?|上个?)月\s*(?P<d>{_NUM})\s*[日号]")),
+    ("month_rel_zh", re.compile(rf"(?P<which>下下个?|下个?|本|这个?|上上个?|上个?)月\s*(?P<d>{_NUM})\s*[日号]")),
     (
         "month_end_zh",
         re.compile(
@@ -105,18 +114,24 @@ DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("rel_zh", re.compile("|".join(_RELATIVE_DAYS_ZH))),
-    ("week_zh", re.compile(r"(?P<which>下|这|本)?(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")),
+    ("week_zh", re.compile(r"(?P<which>上上|下下|上|下|这|本)?(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])")),
     ("after_zh", re.compile(r"(?P<n>\d{1,3})\s*天[后以]后?")),
+    ("ago_zh", re.compile(r"(?P<n>\d{1,3})\s*天(?:之|以)?前")),
+    (
+        "two_days_en",
+        re.compile(A + r"(?:the\s+)?day\s+(?P<dir>before\s+yesterday|after\s+tomorrow)" + Z, re.IGNORECASE),
+    ),
     ("rel_en", re.compile(A + r"(?:today|tonight|tomorrow|yesterday)" + Z, re.IGNORECASE)),
     (
         "week_en",
         re.compile(
-            A + r"(?:(?P<which>next|this|on|for|by|until|before)\s+)"
+            A + r"(?:(?P<which>next|this|last|on|for|by|until|before)\s+)"
             r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)" + Z,
             re.IGNORECASE,
         ),
     ),
     ("in_days_en", re.compile(A + r"in\s+(?P<n>\d{1,3})\s+days?" + Z, re.IGNORECASE)),
+    ("days_ago_en", re.compile(A + r"(?P<n>\d{1,3})\s+days?\s+ago" + Z, re.IGNORECASE)),
     ("month_end_en", re.compile(A + r"(?:the\s+)?end\s+of\s+(?P<which>the|this|next)\s+month" + Z, re.IGNORECASE)),
 )
 
@@ -176,15 +191,27 @@ def resolve(kind: str, match: re.Match[str], today: date) -> date | None:
         return today + timedelta(days=_RELATIVE_DAYS_ZH[match.group(0)])
     if kind == "rel_en":
         return today + timedelta(days=_RELATIVE_DAYS_EN[match.group(0).lower()])
+    if kind == "two_days_en":
+        return today + timedelta(days=-2 if groups["dir"].lower().startswith("before") else 2)
     if kind in ("week_zh", "week_en"):
         weekday = (_WEEKDAYS_ZH if kind == "week_zh" else _WEEKDAYS_EN)[groups["wd"].lower()]
-        ahead = (weekday - today.weekday()) % 7
-        if (groups.get("which") or "").lower() in ("下", "next"):
-            # 「下周三」 is the Wednesday of next week, whatever today is.
-            return today - timedelta(days=today.weekday()) + timedelta(days=7 + weekday)
-        return today + timedelta(days=ahead)
+        which = (groups.get("which") or "").lower()
+        monday = today - timedelta(days=today.weekday())
+        if which in _WEEK_OFFSET:
+            # 「下周三」 is the Wednesday of next week, 「上周五」 the Friday of last week, 「本周一」 this week's
+            # Monday (past or not): the week is named, whatever today is.
+            return monday + timedelta(days=7 * _WEEK_OFFSET[which] + weekday)
+        if which == "next":
+            return monday + timedelta(days=7 + weekday)
+        if which == "last":
+            # "last Friday": the latest Friday before today
+            return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
+        # a bare weekday (「周三送到」, "on Friday") is the coming one, today included
+        return today + timedelta(days=(weekday - today.weekday()) % 7)
     if kind in ("after_zh", "in_days_en"):
         return today + timedelta(days=int(groups["n"]))
+    if kind in ("ago_zh", "days_ago_en"):
+        return today - timedelta(days=int(groups["n"]))
     return None
 
 

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from memory.text.phones import find_phones
-from memory.text.redaction import ID_NUMBER_RE
+from memory.text.redaction import ID_NUMBER_RE, is_resident_id
 
 __all__ = ["MASK_CHAR", "mask_email", "mask_identifier", "mask_obj", "mask_text", "masked_pairs", "unmask_obj"]
 
@@ -83,7 +83,8 @@ def _mask_spans(text: str) -> list[tuple[int, int, str]]:
         return all(end <= s or start >= e for s, e, _ in spans)
 
     for match in ID_NUMBER_RE.finditer(text):
-        spans.append((match.start(), match.end(), mask_identifier(match.group(0))))
+        if is_resident_id(match):  # an order number with a date inside is not masked as an identity number
+            spans.append((match.start(), match.end(), mask_identifier(match.group(0))))
     for match in _MASK_PASSPORT.finditer(text):
         if free(*match.span("v")):
             spans.append((*match.span("v"), mask_identifier(match.group("v"))))

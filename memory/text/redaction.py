@@ -6,8 +6,9 @@ secret was given, never *which*.
 
 What is a secret here: API keys, bearer tokens, JWTs, passwords and PINs, payment and bank card numbers
 (Luhn-checked), CVV codes, IBANs (mod-97-checked), SWIFT/BIC codes after their label, Chinese resident ID
-numbers, private keys and credentials inside URLs. What is **not** a secret:
-phone numbers, order numbers, e-mail addresses — those are exactly the facts the memory layer keeps.
+numbers (check digit, birth date and region checked, or labelled as one), private keys and credentials inside
+URLs. What is **not** a secret: phone numbers, order numbers (an 18-digit one with a date inside included),
+e-mail addresses — those are exactly the facts the memory layer keeps.
 
 Where those facts are shown to a model or to staff, :mod:`memory.text.masking` hides part of them
 (「手机号 138****1234」); redaction never does.
@@ -24,8 +25,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from stdnum.cn import ric
+
 __all__ = [
-    "ID_NUMBER_RE", "PLACEHOLDER_RE", "RedactingFilter", "contains_secret", "placeholder", "redact", "redact_obj",
+    "ID_NUMBER_RE", "PLACEHOLDER_RE", "RedactingFilter", "contains_secret", "is_resident_id", "placeholder", "redact",
+    "redact_obj",
 ]  # fmt: skip
 
 PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z_]+\]")
@@ -35,6 +39,25 @@ PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z_]+\]")
 ID_NUMBER_RE = re.compile(
     r"(?<![A-Za-z0-9])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![A-Za-z0-9])"
 )
+#: Words just before a number that say it is an identity number, whatever its check digit: a mistyped ID is one too.
+_ID_LABEL = re.compile(
+    r"(?:身份证|证件|居民身份|\bid\s*card|identity\s*(?:card|number)|\bid)(?:\s*(?:no\.?|number|#))?[号码#:：\s是为]*$",
+    re.IGNORECASE,
+)
+
+
+def is_resident_id(match: re.Match[str]) -> bool:
+    """Whether an ``ID_NUMBER_RE`` match is an identity number: its check digit (ISO 7064 MOD 11-2), birth date
+    and region hold (python-stdnum's ``cn.ric``), or a label just before it says so. An 18-digit order number
+    with a date inside (44030420240318009X) is neither, and is kept."""
+    if ric.is_valid(match.group(0)):
+        return True
+    return bool(_ID_LABEL.search(match.string[max(0, match.start() - 16) : match.start()]))
+
+
+def _resident_id(match: re.Match[str]) -> str:
+    return placeholder("id_number") if is_resident_id(match) else match.group(0)
+
 
 # A value already replaced must not be matched again: keeps redact() idempotent.
 _NOT_PLACEHOLDER = r"(?![\"']?\[REDACTED:)"
@@ -217,7 +240,7 @@ _STATIC_RULES: list[_Rule] = [
         ),
         _value_only("swift_bic"),
     ),
-    (ID_NUMBER_RE, _whole("id_number")),
+    (ID_NUMBER_RE, _resident_id),
 ]
 
 # Standalone long random tokens (upper, lower and digits, 32+ chars) are secrets whatever precedes them.

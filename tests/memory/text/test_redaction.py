@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from memory.text.masking import mask_text
 from memory.text.redaction import RedactingFilter, contains_secret, redact, redact_obj
 
 
@@ -86,6 +87,36 @@ def test_cvv_after_its_label_and_chinese_id_number() -> None:
     assert redact("安全码 123，有效期 12/28") == "安全码 [REDACTED:cvv]，有效期 12/28"
     assert redact("CVV: 987") == "CVV: [REDACTED:cvv]"
     assert redact("身份证号110101199003071234，请核实") == "身份证号[REDACTED:id_number]，请核实"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我的身份证 11010519491231002X 丢了",  # a valid check digit, no label needed
+        "number 11010519491231002x please",  # lower-case x
+        "身份证号：110101199003071234",  # a mistyped one, but labelled: still an identity number
+        "ID card no. 110101199003071234",
+    ],
+)
+def test_an_identity_number_is_redacted_when_its_check_digit_holds_or_a_label_says_so(text) -> None:
+    assert "[REDACTED:id_number]" in redact(text)
+    assert "[REDACTED:id_number]" not in text
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        "44030420240318009X",  # region, a date and a sequence, but the check digit fails: a work order number
+        "110105199003071234",
+        "320311197001012345",
+    ],
+)
+def test_an_order_number_with_a_date_inside_is_kept_and_not_masked(number) -> None:
+    # given an 18-character number shaped like a resident ID whose MOD 11-2 check digit does not hold
+    text = f"工单号 {number} 已完成"
+    # then it is neither redacted nor masked: it is the customer's order, a fact memory keeps
+    assert redact(text) == text
+    assert mask_text(text) == text
 
 
 def test_phone_order_and_email_are_memories_not_secrets() -> None:

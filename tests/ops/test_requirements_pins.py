@@ -1,0 +1,53 @@
+"""Every third-party package the product imports is pinned in requirements.txt: an install months from now gets
+the versions the tests ran with, not whatever a transitive requirement allows."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
+#: Pinned elsewhere, with the reason.
+PINNED_ELSEWHERE = {"torch": "the Makefile installs torch==$(TORCH_VERSION) first, from PyTorch's CPU index"}
+
+
+def _imported_top_levels() -> set[str]:
+    names: set[str] = set()
+    for app in PRODUCT:
+        for path in (ROOT / app).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n not in PRODUCT}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pinned() -> set[str]:
+    pins = set()
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?==\S+", line.strip())
+        if match:
+            pins.add(_normal(match.group(1)))
+    return pins
+
+
+def test_every_imported_package_is_pinned():
+    imported = _imported_top_levels()
+    assert {"django", "numpy", "jsonschema"} <= imported  # the scan sees imports
+    distributions = packages_distributions()
+    pinned = _pinned()
+    unpinned = sorted(
+        name
+        for name in imported
+        if name not in PINNED_ELSEWHERE and not any(_normal(d) in pinned for d in distributions.get(name, [name]))
+    )
+    assert unpinned == [], f"pin these in requirements.txt: {unpinned}"
