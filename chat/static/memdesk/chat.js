@@ -47,13 +47,88 @@
     ".mdk-form{display:flex;gap:6px;padding:8px;border-top:1px solid #eaeef2}" +
     ".mdk-input{flex:1;padding:8px;border:1px solid #d0d7de;border-radius:6px;font:inherit}" +
     ".mdk-send{padding:8px 14px;border:0;border-radius:6px;background:#1f883d;color:#fff;font:inherit;cursor:pointer}" +
-    ".mdk-send:disabled{background:#94d3a2;cursor:default}";
+    ".mdk-send:disabled{background:#94d3a2;cursor:default}" +
+    ".mdk-msg p{margin:0 0 6px}.mdk-msg p:last-child{margin:0}.mdk-msg ul,.mdk-msg ol{margin:2px 0 6px;padding-left:20px;white-space:normal}" +
+    ".mdk-msg code{background:#eaeef2;padding:0 3px;border-radius:3px;font-family:monospace}" +
+    ".mdk-msg pre{margin:4px 0;padding:6px;background:#eaeef2;border-radius:4px;overflow-x:auto}.mdk-msg pre code{padding:0}";
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) node.className = cls;
     if (text) node.textContent = text;
     return node;
+  }
+
+  // Replies are Markdown (models answer in it). They are drawn as DOM nodes built here: text only ever through
+  // text nodes, a link only to an http(s) address, never markup from the reply, so a reply cannot inject an
+  // element, a handler or a script. Paragraphs, line breaks, lists, headings (as bold lines), code, bold,
+  // italics and links; anything else stays the text it was.
+  var INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*|__[^_\n]+__)|(\*[^*\s][^*\n]*\*|_[^_\s][^_\n]*_)|(\[[^\]\n]+\]\([^)\s]+\))/;
+  var ITEM = /^\s*([-*+]|\d+[.)])\s+(.*)$/;
+
+  function inline(parent, text) {
+    while (text) {
+      var m = INLINE.exec(text);
+      if (!m) { parent.appendChild(document.createTextNode(text)); return; }
+      if (m.index) parent.appendChild(document.createTextNode(text.slice(0, m.index)));
+      var token = m[0], node;
+      if (m[1]) { node = el("code", "", token.slice(1, -1)); }
+      else if (m[2]) { node = el("strong"); inline(node, token.slice(2, -2)); }
+      else if (m[3]) { node = el("em"); inline(node, token.slice(1, -1)); }
+      else {
+        var split = token.indexOf("](");
+        var href = token.slice(split + 2, -1);
+        if (/^https?:\/\//i.test(href)) {
+          node = el("a"); node.href = href; node.target = "_blank"; node.rel = "noopener noreferrer nofollow";
+          inline(node, token.slice(1, split));
+        } else {
+          node = document.createTextNode(token);
+        }
+      }
+      parent.appendChild(node);
+      text = text.slice(m.index + token.length);
+    }
+  }
+
+  function renderMarkdown(target, text) {
+    target.textContent = "";
+    var lines = String(text || "").split("\n"), i = 0, para = [];
+    function flush() {
+      if (!para.length) return;
+      var p = el("p"); inline(p, para.join("\n")); target.appendChild(p); para = [];
+    }
+    while (i < lines.length) {
+      var line = lines[i], found;
+      if (/^```/.test(line)) {
+        flush();
+        var code = [];
+        for (i++; i < lines.length && !/^```/.test(lines[i]); i++) code.push(lines[i]);
+        i++;
+        var pre = el("pre"); pre.appendChild(el("code", "", code.join("\n"))); target.appendChild(pre);
+      } else if ((found = /^#{1,6}\s+(.*)$/.exec(line))) {
+        flush();
+        var heading = el("p"), strong = el("strong"); inline(strong, found[1]); heading.appendChild(strong);
+        target.appendChild(heading); i++;
+      } else if ((found = ITEM.exec(line))) {
+        flush();
+        var ordered = /\d/.test(found[1]), list = el(ordered ? "ol" : "ul");
+        for (; i < lines.length && (found = ITEM.exec(lines[i])) && /\d/.test(found[1]) === ordered; i++) {
+          var li = el("li"); inline(li, found[2]); list.appendChild(li);
+        }
+        target.appendChild(list);
+      } else if (!line.trim()) {
+        flush(); i++;
+      } else {
+        para.push(line); i++;
+      }
+    }
+    flush();
+    // one paragraph is drawn as the bubble's own text, as before Markdown: nothing to wrap
+    var only = target.firstChild;
+    if (only && !only.nextSibling && only.nodeName === "P") {
+      while (only.firstChild) target.insertBefore(only.firstChild, only);
+      target.removeChild(only);
+    }
   }
 
   // The styles go in as a constructed stylesheet where the browser has them: that is not inline CSS, so a
@@ -105,7 +180,10 @@
         var f = JSON.parse(event.data);
         if (f.type === "history") {
           log.textContent = "";
-          f.messages.forEach(function (m) { bubble(m.role, m.text, m.status === "partial" ? "mdk-partial" : ""); });
+          f.messages.forEach(function (m) {
+            var shown = bubble(m.role, m.text, m.status === "partial" ? "mdk-partial" : "");
+            if (m.role === "assistant" || m.role === "staff") renderMarkdown(shown, m.text);
+          });
           if (f.state) showState({ state: f.state });
         } else if (f.type === "ack") {
           if (pending && pending.id === f.client_msg_id) pending.node.setAttribute("data-message-id", f.message_id);
@@ -114,7 +192,7 @@
           node.textContent += f.text; scroll();
         } else if (f.type === "done") {
           var done = replies[f.reply_id] || (replies[f.reply_id] = bubble(f.role === "staff" ? "staff" : "assistant", ""));
-          done.textContent = f.text + (f.needs_confirmation ? "" : "");
+          renderMarkdown(done, f.text);  // streamed as plain text, drawn as Markdown once whole
           done.setAttribute("data-done", "1");
           if (f.role !== "staff") { pending = null; busy(false); }
         } else if (f.type === "state") {
