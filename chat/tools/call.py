@@ -143,17 +143,6 @@ async def call_tool(
         return _unreachable(exc, started)
 
 
-def call_tool_sync(
-    tenant: Tenant,
-    tool: Tool,
-    arguments: dict[str, Any],
-    *,
-    session_id: Any,
-    end_user_id: str,
-    call_id: str | None = None,
-) -> ToolOutcome:
-    """:func:`call_tool` for a synchronous caller (the batch worker, outside any event loop): the same request,
-    the same streaming read, the same deadline."""
-    return async_to_sync(call_tool)(
-        tenant, tool, arguments, session_id=session_id, end_user_id=end_user_id, call_id=call_id
-    )
+#: :func:`call_tool` for a synchronous caller (the batch worker, outside any event loop): the same coroutine run to
+#: its end — the same request, the same streaming read, the same deadline.
+call_tool_sync = async_to_sync(call_tool)

@@ -85,12 +85,12 @@ class RecallTuning:
                 f"{source}: unknown knob{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                 f"the knobs are {', '.join(known)} (memory/recall/tuning.py)"
             )
-        return cls(**{name: _checked(source, name, known[name].type, value) for name, value in overrides.items()})
+        return cls(**{name: _checked(source, name, str(known[name].type), value) for name, value in overrides.items()})
 
 
-def _checked(source: str, name: str, annotation: Any, value: Any) -> Any:
-    """``value`` as the knob's type: an int is a float too, nothing else converts (a string "10" is refused)."""
-    kind = _ANNOTATIONS.get(annotation, annotation)
+def _checked(source: str, name: str, kind: str, value: Any) -> Any:
+    """``value`` as the knob's type ``kind`` (the field's type as source text, ``from __future__ import
+    annotations``): an int is a float too, nothing else converts (a string "10" is refused)."""
     if kind == "bool" and isinstance(value, bool):
         return value
     if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
@@ -107,9 +107,6 @@ def _checked(source: str, name: str, annotation: Any, value: Any) -> Any:
     }.get(kind, kind)
     raise ImproperlyConfigured(f"{source}[{name!r}] must be {expected}, not {value!r}")
 
-
-# ``from __future__ import annotations`` leaves the field types as their source text.
-_ANNOTATIONS = {"bool": "bool", "int": "int", "float": "float", "StaleScope": "StaleScope"}
 
 DEFAULT_TUNING = RecallTuning()
 
