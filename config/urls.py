@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chat import pages as chat_pages
 from chat import views as chat_views
@@ -54,6 +54,14 @@ urlpatterns = [
     path("", include("staff_auth.urls")),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # The schema's reference page (Swagger UI). The split view serves its start-up script as a file of its own
+    # (?script), which the Content-Security-Policy allows from 'self'; an inline one would need the nonce.
+    # Public, as the schema is: both describe the API, neither reads a tenant's data.
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="api/swagger_ui.html"),
+        name="api-docs",
+    ),
     path("chat/", chat_pages.chat_page, name="chat-page"),
     path("widget.js", chat_pages.widget_js, name="widget-js"),
     path("staff/sessions/", chat_pages.live_sessions, name="staff-live-sessions"),

@@ -9,8 +9,10 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from memory import labels  # the models are loaded only now
+        from memory.embeddings.base import check_retired_settings
         from memory.recall.tuning import tuning
 
         labels.apply()
+        check_retired_settings()
         # MEMDESK_RECALL checked like input: an unknown or mistyped knob stops the process here, naming it.
         tuning()

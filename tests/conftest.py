@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from tests.factories import TenantCtx
 
 # Set before anything imports the product (tests.factories does, so the fixtures import it when called).
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests that import the ASGI application must not start its warm-up thread: it would call the embedding
 # models while a test counts their calls (tests/ops/test_warmup.py checks the warm-up in a process of its own).
 os.environ.setdefault("MEMDESK_WARMUP", "0")

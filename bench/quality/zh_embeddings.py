@@ -455,15 +455,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             log(f"latency {enc.name}")
             results["latency"][enc.name] = latency(enc, qtexts, mem_all, args.reps)
-        try:
-            import torch
-
-            torch_threads = torch.get_num_threads()
-            torch.set_num_threads(1)
-            results["latency"]["MiniLM-L6 (default), torch 1 thread"] = latency(encoders[0], qtexts, mem_all, args.reps)
-            torch.set_num_threads(torch_threads)
-        except Exception as exc:  # noqa: BLE001
-            errors["torch-1-thread"] = repr(exc)
 
     headers = ["method"] + [f"{g} {m}" for g in GROUPS for m in ("R@1", "R@3", "MRR")]
     rows = [_row(name, m) for name, m in results["methods"].items()]

@@ -394,7 +394,6 @@ def run_queries(rng: random.Random, world: World, n: int, label: str) -> dict[st
     return {
         "label": label,
         "queries": n,
-        "torch_threads": _torch_threads(),
         "loadavg_1min_before_after": [round(load_before, 2), round(load_after, 2)],
         "stages_ms": {s: common.summarise(v) for s, v in per_stage.items()},
         "total_without_embed_ms": common.summarise(without_embed),
@@ -416,12 +415,6 @@ def run_queries(rng: random.Random, world: World, n: int, label: str) -> dict[st
         "scope_violations": sum(violations.values()),
         "violations_by_kind": dict(violations),
     }
-
-
-def _torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 def heavy_user_queries(rng: random.Random, world: World, users: list[User], n: int) -> dict[str, Any]:
@@ -803,20 +796,6 @@ def measure_recall(
             f"violations {q['scope_violations']}; heavy users p95 {hq['total_ms']['p95']} ms"
         )
         results["sizes"].append(entry)
-    # the same recalls with the other torch thread count (the product loads MiniLM with MEMDESK_TORCH_THREADS,
-    # default 1): on a 2-core machine shared with PostgreSQL and other processes, two intra-op threads stall
-    # whenever one of them is descheduled
-    import torch
-
-    default_threads = torch.get_num_threads()
-    other = 2 if default_threads == 1 else 1
-    n_other = max(1, args.queries * 3 // 10)
-    torch.set_num_threads(other)
-    common.log(f"measuring {n_other} recalls with torch threads = {other} (default {default_threads})")
-    results["sizes"][-1]["queries_other_torch_threads"] = run_queries(rng, world, n_other, f"{loaded}-{other}threads")
-    torch.set_num_threads(default_threads)
-    alt = results["sizes"][-1]["queries_other_torch_threads"]["stages_ms"]
-    common.log(f"  total p50/p95 {alt['total']['p50']}/{alt['total']['p95']} ms; embed p95 {alt['embed']['p95']} ms")
     # plan at the largest size, for the heaviest end user
     top = results["sizes"][-1]
     heavy_user = heavy[0]

