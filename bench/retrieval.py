@@ -3,7 +3,7 @@
 The product ranks memories with BM25 computed in SQL and fuses its vector and lexical legs by weighted
 reciprocal rank (``memory/recall/pipeline.py``). A baseline over a dataset's raw turns needs the same in Python: k1 and
 b, the fusion's ``rrf_k``, weights and candidate depth come from ``memory.recall.tuning.DEFAULT_TUNING``, and the
-tokens from ``memory.text.language`` (jieba segments for Chinese, lower-case words otherwise; a question's distinct
+tokens from ``memory.text.language`` (rjieba segments for Chinese, lower-case words otherwise; a question's distinct
 terms without stop words), so that a baseline moves when the product's parameters do and no benchmark keeps
 a second copy of them. Django must be set up before these are called (the parameters live in a Django app).
 """

@@ -11,6 +11,8 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 from procrastinate.exceptions import JobAborted
 
+from chat.imports.run import run_import
+from chat.imports.service import IMPORT_QUEUE, RUN_IMPORT
 from chat.privacy.retention import apply_retention_all
 from chat.tools.batches import BATCH_QUEUE, RUN_BATCH, run_batch
 from memory.tasks import HEALTH_QUEUE
@@ -59,3 +61,17 @@ def apply_retention_task(timestamp: int) -> dict[str, dict[str, Any]]:
     finally:
         # Sync jobs run on a pool thread of their own; leave no connection behind.
         connections.close_all()
+
+
+# An imported conversation turned into memory (chat.imports.run). On a queue of its own, so a tenant's import
+# of thousands of conversations waits behind itself, not behind (or in front of) batch operations. Retries
+# are safe: the job resumes after the last chunk it wrote.
+@app.task(name=RUN_IMPORT, queue=IMPORT_QUEUE, pass_context=True, retry=RetryStrategy(max_attempts=5, wait=5))
+def run_import_task(context: JobContext, tenant_id: str, imported_id: int) -> str:
+    try:
+        status = run_import(tenant_id, imported_id, should_stop=context.should_abort)
+    finally:
+        connections.close_all()
+    if status == "indexing":
+        raise JobAborted(f"import {imported_id}: the worker is shutting down; the job resumes later")
+    return status

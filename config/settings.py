@@ -422,6 +422,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
     "sessions": envrate("THROTTLE_SESSIONS", "600/min"),
     "memories": envrate("THROTTLE_MEMORIES", "600/min"),
     "recall": envrate("THROTTLE_RECALL", "600/min"),
+    "imports": envrate("THROTTLE_IMPORTS", "1200/min"),
 }
 # With Redis, every worker process shares one count per API key; without it each process counts in its own
 # memory (Django's default local-memory cache). Short socket timeouts: a throttle lets requests through when

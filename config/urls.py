@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from chat import pages as chat_pages
 from chat import views as chat_views
 from chat.handoff import SessionHandoffView, SessionRatingView, SessionReleaseView, staff_console
+from chat.imports import ConversationImportDetailView, ConversationImportView
 from chat.privacy import EndUserDetailView, EndUserExportView
 from config import ops
 from memory import views as memory_views
@@ -40,6 +41,12 @@ api_v1 = [
     path("me/memories/<str:memory_id>/forget", MeMemoryForgetView.as_view(), name="me-memory-forget"),
     path("me/memories/<str:memory_id>/correct", MeMemoryCorrectView.as_view(), name="me-memory-correct"),
     path("end-users/<str:end_user_id>/export", EndUserExportView.as_view(), name="end-user-export"),
+    path("end-users/<str:end_user_id>/conversations", ConversationImportView.as_view(), name="end-user-conversations"),
+    path(
+        "end-users/<str:end_user_id>/conversations/<str:session_id>",
+        ConversationImportDetailView.as_view(),
+        name="end-user-conversation",
+    ),
     path("end-users/<str:end_user_id>", EndUserDetailView.as_view(), name="end-user-detail"),
 ]
 

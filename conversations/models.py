@@ -208,3 +208,38 @@ class SessionRating(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.score}/5 ({self.handled_by})"
+
+
+class ImportedConversation(TenantOwned):
+    """A past conversation a tenant imported (API.md "Past conversations (import)"): its own id in the tenant's
+    old help desk, the closed session that holds its messages at their own times, and how far the background
+    job has turned them into memory. One per ``external_id`` and end user: a repeated import finds this row."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("Queued")
+        INDEXING = "indexing", _("Indexing")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+")
+    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="imported")
+    external_id = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    messages = models.PositiveIntegerField()
+    #: The ``seq`` of the last message the job has turned into memory (-1: none yet): a job that failed or
+    #: was stopped half-way resumes after it.
+    done_seq = models.IntegerField(default=-1)
+    error = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "end_user", "external_id"], name="uniq_imported_conversation")
+        ]
+        indexes = [models.Index(fields=["tenant", "status"], name="imported_by_status")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.status})"

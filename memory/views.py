@@ -136,6 +136,9 @@ class MemoryRecallView(APIView):
                         "stage": hit.stage,
                         "similarity": hit.similarity,
                         "score": hit.score,
+                        # false: what the memory states was true once, and has since been superseded or has
+                        # expired by as_of (a coupon past its date, the old address after a move)
+                        "current": not hit.stale,
                     }
                     for hit in result.hits
                 ],

@@ -68,6 +68,14 @@ class MemoryThrottle(ApiKeyRateThrottle):
     scope = "memories"
 
 
+class ImportThrottle(ApiKeyRateThrottle):
+    """``POST /api/v1/end-users/<id>/conversations``: a tenant's import of past conversations has its own budget,
+    so a migration script neither runs into live chat's limits nor uses them up."""
+
+    scope = "imports"
+    methods = frozenset({"POST"})
+
+
 class RecallThrottle(ApiKeyRateThrottle):
     """``POST /api/v1/memories/recall`` (an embedding and a vector search each)."""
 

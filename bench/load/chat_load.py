@@ -185,6 +185,24 @@ def stop_server(proc: subprocess.Popen) -> None:
     shutil.rmtree(getattr(proc, "metrics_dir", ""), ignore_errors=True)
 
 
+def post_imports(base: str, conversations: int) -> float:
+    """Import ``conversations`` past conversations (the Chinese set's sessions, ``bench/load/import_rate.py``) for a
+    tenant of their own over HTTP, as a tenant's migration script would, just before a run: the worker beside the
+    server turns them into memory while the run's live turns are measured. Returns the seconds the posting took."""
+    import httpx
+
+    from bench.load.import_rate import past_conversation
+
+    key = make_tenant()
+    started = time.monotonic()
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+        for i in range(conversations):
+            response = client.post(f"/api/v1/end-users/importer-{i % 40}/conversations", json=past_conversation(i))
+            if response.status_code != 202:
+                raise SystemExit(f"import {i}: {response.status_code} {response.text[:300]}")
+    return round(time.monotonic() - started, 2)
+
+
 def make_tenant() -> str:
     """A fresh tenant's API key: the load is one tenant's, with its per-minute limits lifted."""
     return common_make_tenant(f"load-{random.randrange(10**8)}").api_key
@@ -728,6 +746,12 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--no-seed-comparison", action="store_true")
     parser.add_argument(
+        "--import-beside", type=int, default=0,
+        help="N > 0: each run twice, alternating, without and with N past conversations imported just before it "
+        "(a tenant of their own; the worker indexes them during the run), for the live-turn p95 ratio",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=1, help="with --import-beside: pairs of runs per setting")
+    parser.add_argument(
         "--transport", choices=["ws", "rest"], default="ws",
         help="ws: the chat socket, streamed; rest: POST /api/v1/sessions/<id>/messages, as a tenant's back end",
     )  # fmt: skip
@@ -776,7 +800,7 @@ def main() -> None:
             memory_writer=args.memory_writer,
         )
         try:
-            # Warm up every worker: model loads, jieba dictionaries, pooled connections.
+            # Warm up every worker: model loads, rjieba's dictionary, pooled connections.
             if not args.cold:
                 asyncio.run(load(base, make_tenant(), 8 * args.workers, 3, transport=args.transport))
             # The database is new for every run: give the planner the statistics a running deployment's
@@ -786,42 +810,52 @@ def main() -> None:
             with connection.cursor() as cursor:
                 for name in connection.introspection.table_names(cursor):  # memdesk's, not the shared catalogs
                     cursor.execute(f'ANALYZE "{name}"')
-            for mode in modes:
-                for sessions in counts:
-                    clear_requests(fake)
-                    drained = drain_memory_jobs() if args.memory_writer == "worker" else 0.0
-                    what = f"{args.duration_s:g} s" if mode == "paced" else f"{args.turns} turns each"
-                    log(f"{mode}: {sessions} concurrent sessions, {what} …")
-                    run = asyncio.run(
-                        load(base, make_tenant(), sessions, args.turns, pacing=pacing if mode == "paced" else None,
-                             seed=args.seed, server_pid=server.pid, duration_s=args.duration_s,
-                             fake_pid=getattr(fake, "pid", None), transport=args.transport,
-                             opening_at_once=sessions if args.cold else OPENING_AT_ONCE)
-                    )  # fmt: skip
-                    prompts = fake.chat_requests
-                    run["cross_session_leaks"] = leaks(prompts)
-                    run["prompts_checked_for_leaks"] = len(prompts)
-                    run["workers"] = args.workers
-                    run["memory_backlog_drained_s"] = drained
-                    # What the worker still had to write when the run ended: a closed run's turns/s counts
-                    # only while turns were sent, so the sustained figure adds the catch-up.
-                    caught_up = drain_memory_jobs() if args.memory_writer == "worker" else 0.0
-                    run["memory_caught_up_s"] = caught_up
-                    run["sustained_turns_per_s"] = round(run["turns"] / (run["elapsed_s"] + caught_up), 2)
-                    results["runs"].append(run)
-                    log(f"  turn p95 {run['turn_ms'].get('p95')} ms (first turns p50/p95 "
-                        f"{run['first_turn_ms'].get('p50')}/{run['first_turn_ms'].get('p95')}, later "
-                        f"{run['later_turn_ms'].get('p50')}/{run['later_turn_ms'].get('p95')}, alone "
-                        f"{run['alone_turn_ms'].get('n')} turns {run['alone_turn_ms'].get('p50')}/"
-                        f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, client CPU "
-                        f"{run['client_cpu_ms_per_turn']} ms/turn, "
-                        f"{run['errors']} errors, load {run['loadavg_after']}, machine CPU "
-                        f"{run['machine_cpu']}")  # fmt: skip
-                    if run["server_turn_ms"]:
-                        log("  server's view (mean / p50 / p95 ms): " + ", ".join(
-                            f"{name} {f.get('mean')} / {f.get('p50')} / {f.get('p95')}"
-                            for name, f in run["server_turn_ms"].items()
-                        ))  # fmt: skip
+            plan = [
+                (mode, sessions, importing)
+                for mode in modes
+                for sessions in counts
+                for r in range(args.rounds if args.import_beside else 1)
+                # alternate which of the pair goes first, round by round
+                for importing in (((False, True) if r % 2 == 0 else (True, False)) if args.import_beside else (False,))
+            ]
+            for mode, sessions, importing in plan:
+                clear_requests(fake)
+                drained = drain_memory_jobs() if args.memory_writer == "worker" else 0.0
+                what = f"{args.duration_s:g} s" if mode == "paced" else f"{args.turns} turns each"
+                posted_s = post_imports(base, args.import_beside) if importing else None
+                log(f"{mode}: {sessions} concurrent sessions, {what} …")
+                run = asyncio.run(
+                    load(base, make_tenant(), sessions, args.turns, pacing=pacing if mode == "paced" else None,
+                         seed=args.seed, server_pid=server.pid, duration_s=args.duration_s,
+                         fake_pid=getattr(fake, "pid", None), transport=args.transport,
+                         opening_at_once=sessions if args.cold else OPENING_AT_ONCE)
+                )  # fmt: skip
+                prompts = fake.chat_requests
+                run["cross_session_leaks"] = leaks(prompts)
+                run["prompts_checked_for_leaks"] = len(prompts)
+                run["workers"] = args.workers
+                run["memory_backlog_drained_s"] = drained
+                run["import_beside"] = args.import_beside if importing else 0
+                run["imports_posted_s"] = posted_s
+                # What the worker still had to write when the run ended: a closed run's turns/s counts
+                # only while turns were sent, so the sustained figure adds the catch-up.
+                caught_up = drain_memory_jobs() if args.memory_writer == "worker" else 0.0
+                run["memory_caught_up_s"] = caught_up
+                run["sustained_turns_per_s"] = round(run["turns"] / (run["elapsed_s"] + caught_up), 2)
+                results["runs"].append(run)
+                log(f"  turn p95 {run['turn_ms'].get('p95')} ms (first turns p50/p95 "
+                    f"{run['first_turn_ms'].get('p50')}/{run['first_turn_ms'].get('p95')}, later "
+                    f"{run['later_turn_ms'].get('p50')}/{run['later_turn_ms'].get('p95')}, alone "
+                    f"{run['alone_turn_ms'].get('n')} turns {run['alone_turn_ms'].get('p50')}/"
+                    f"{run['alone_turn_ms'].get('p95')}), {run['turns_per_s']} turns/s, client CPU "
+                    f"{run['client_cpu_ms_per_turn']} ms/turn, "
+                    f"{run['errors']} errors, load {run['loadavg_after']}, machine CPU "
+                    f"{run['machine_cpu']}")  # fmt: skip
+                if run["server_turn_ms"]:
+                    log("  server's view (mean / p50 / p95 ms): " + ", ".join(
+                        f"{name} {f.get('mean')} / {f.get('p50')} / {f.get('p95')}"
+                        for name, f in run["server_turn_ms"].items()
+                    ))  # fmt: skip
             if not args.no_seed_comparison:
                 clear_requests(fake)
                 results["seed_comparison"] = seed_comparison(base, make_tenant(), fake)

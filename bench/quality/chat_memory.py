@@ -980,7 +980,7 @@ def main() -> None:
         clear_context_cache()
         if manifest is None:
             # A few turns of a tenant of their own first, left out of every figure: the first turn of a process
-            # loads the tokenizer, jieba and the encoders (seconds).
+            # loads the tokenizer, rjieba's dictionary and the encoders (seconds).
             ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
             before = relation_bytes()
             common.log("ingest through chat.turn.run.run_turn")

@@ -77,7 +77,7 @@ def measure(name: str, texts: list[str]) -> dict[str, Any]:
 
 
 def main() -> int:
-    compress("预热 jieba。", limit=LIMIT)  # load the dictionary outside the timed loop
+    compress("预热分词词典。", limit=LIMIT)  # load the dictionary outside the timed loop
     corpora = [("zh_cs_dialogues", zh_texts(ZH_SET))]
     if LOCOMO.exists():
         corpora.insert(0, ("locomo10", locomo_texts(LOCOMO)))

@@ -14,8 +14,8 @@ message. Two extractors run on the same set:
   file with importlib under another module name. It imports ``memory.text.compression`` and ``memory.text.redaction``
   from the working tree.
 
-Run from the repository root: ``.venv/bin/python bench/quality/extraction_precision.py`` (a few seconds; jieba loads its
-dictionary once). Prints a Markdown table and writes ``bench/out/extraction_precision.json``. ``--errors`` lists
+Run from the repository root: ``.venv/bin/python bench/quality/extraction_precision.py`` (a few seconds; rjieba loads
+its dictionary once). Prints a Markdown table and writes ``bench/out/extraction_precision.json``. ``--errors`` lists
 each wrong or missed fact of the new code. ``--data PATH`` scores another labelled file of the same schema (e.g.
 the held-out ``bench/data/extraction_labels_holdout.json``); its result then goes to
 ``bench/out/extraction_precision_<stem>.json`` (the stem less ``extraction_labels_``) unless ``--out NAME`` names

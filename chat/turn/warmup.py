@@ -1,7 +1,7 @@
 """Load at start what the first chat turn of a worker would otherwise load.
 
 A fresh worker loads, on its first turn, the embedding models (the ONNX
-graph and multilingual USE), jieba's dictionary, the Qwen BPE and the
+graph and multilingual USE), rjieba's dictionary, the Qwen BPE and the
 summariser's word lists: that customer would wait for all of it before the
 reply. ``start()`` does it on a background thread as the
 server imports the ASGI application, so the worker answers health checks
@@ -72,8 +72,8 @@ def warm_up_and_freeze() -> float | None:
     except Exception:  # a model that cannot load fails its first turn loudly; the server still starts
         logger.exception("warm-up failed")
         return None
-    # What is loaded now stays for the life of the worker, and it is most of the worker's objects (jieba's
-    # dictionary, the models, Django's app registry). Python's full garbage collection walks all of them
+    # What is loaded now stays for the life of the worker, and it is most of the worker's objects (the
+    # models, the summariser's word lists, Django's app registry). Python's full garbage collection walks all of them
     # — with every other thread of the worker stopped, again and again as turns allocate — and can
     # free none. Freezing moves them out of the collector's sight; later objects are collected as usual.
     gc.freeze()

@@ -1,6 +1,6 @@
 """Ollama-assisted fact extraction: optional, off by default, for the facts the
 rules of ``memory.extraction.rules`` miss (a name said without 「我叫」, a free-form
-address, a company or a landmark jieba does not tag).
+address, a company or a landmark the POS tagger does not tag).
 
 Contract of :func:`extract_facts_with_model`:
 

@@ -67,9 +67,9 @@ from memory.extraction.state import A as _A
 from memory.extraction.state import Extraction as _Extraction
 from memory.extraction.state import Found as _Found
 from memory.extraction.state import Z as _Z
-from memory.text.compression import SURNAMES, is_chinese_name
+from memory.text.compression import SURNAMES, is_chinese_name, name_in
 from memory.text.language import CJK as _CJK
-from memory.text.language import Language, detect_language, pos_cut
+from memory.text.language import Language, detect_language, is_word, pos_cut
 from memory.text.numerals import CN_NUMBER, parse_number
 from memory.text.phones import find_phones
 from memory.text.redaction import redact
@@ -467,7 +467,9 @@ def _extract_name_intros(
             continue
         word, flag = tokens[0]
         if len(word) == 1 and word in SURNAMES and len(tokens) > 1 and len(tokens[1][0]) <= 2:
-            word, flag = word + tokens[1][0], "nr"  # jieba split an unknown given name: 「吴」「丽」
+            word, flag = word + tokens[1][0], "nr"  # the tagger split an unknown given name: 「吴」「丽」
+        else:
+            word = name_in(word, followed=len(tokens) > 1)
         strong = match.group("strength") not in ("我是", "本人", "本人是")
         if not (is_chinese_name(word) or (strong and flag.startswith("nr") and 2 <= len(word) <= 4)):
             continue
@@ -500,14 +502,17 @@ def _extract_topic(state: _Extraction) -> None:
 
 
 def _extract_entities_by_pos(state: _Extraction) -> None:
-    """jieba's POS fallback: ``ns`` → place, ``nt`` → organisation (``nr`` counts only when introduced).
+    """The POS fallback: ``ns`` → place, ``nt`` → organisation (``nr`` counts only when introduced).
 
     From the user's own words only: the agent naming a warehouse, a city on a parcel's route or a courier
     company states no fact about the user — and POS tagging is the costliest step of a message's extraction,
-    run for every reply. A full company name (「…有限公司」) still counts from either side.
+    run for every reply. A full company name (「…有限公司」) still counts from either side. A place must be a
+    dictionary word: the tagger also guesses ``ns`` for words it does not know, and those guesses are mostly
+    wrong (「新卡寄这里」 gives 「新卡」).
 
-    Measured caveat: jieba tags some well-known places wrongly (「国贸」 comes back as ``j``, an abbreviation), so
-    a place missing here is not proof that none was said.
+    Measured caveat: the dictionary tags some well-known places wrongly (「国贸」 comes back as ``j``, an
+    abbreviation) and knows few brands (「中通」, 「美团」 are not ``nt``), so a place or an organisation missing
+    here is not proof that none was said.
     """
     for match in _ORGANIZATION_ZH.finditer(state.text):
         if state.free(*match.span("v")):
@@ -521,13 +526,13 @@ def _extract_entities_by_pos(state: _Extraction) -> None:
         offset = end
         if len(word) < 2 or not state.free(start, end):
             continue
-        if flag == "ns" and word not in _NOT_PLACES:
+        if flag == "ns" and word not in _NOT_PLACES and is_word(word):
             state.add(_Found(start, end, "place", word, {"place": word}))
         elif flag == "nt":
             state.add(_Found(start, end, "organization", word, {"organization": word}))
 
 
-# Words jieba 0.42 tags ``ns`` that are not places in customer-service talk (「上门」 is a home visit,
+# Dictionary words tagged ``ns`` that are not places in customer-service talk (「上门」 is a home visit,
 # 「东西」 "stuff", 「福利」 "perks"; the last two found by bench/quality/zh_ner.py).
 _NOT_PLACES = frozenset({"上门", "入门", "出门", "门店", "中文", "英文", "中方", "南方", "北方", "东西", "福利"})
 

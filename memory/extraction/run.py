@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -68,13 +69,17 @@ def extract_and_store(
     *,
     previous_text: str | None = None,
     ask_model: StructuredAsk | None = None,
+    said_at: datetime | None = None,
 ) -> ExtractionResult:
     """Extract facts from ``message`` and upsert them as memories of this
     session's end user (or of the session, for session-scoped types).
     ``previous_text`` is the message before it, when the caller already has
     it (the chat runtime does); otherwise it is read when facts need it.
     ``ask_model``: the model, for the tenants that have model extraction on
-    (memory/extraction/model.py); without it only the rules extract."""
+    (memory/extraction/model.py); without it only the rules extract.
+    ``said_at``: the message is from an imported conversation, said then (its ``created_at``): its facts are
+    stored as of that time, so a value given since stays current (``memory.store.write.MemoryItem.said_at``),
+    and "that's not mine" expires only values stored by then."""
     result = ExtractionResult()
     text = message.text or ""
     role = message.role
@@ -83,7 +88,7 @@ def extract_and_store(
         result.topic_switch = observe_user_message(tenant, session, text)
         disowned = disowned_keys(text)
         if disowned:
-            result.forgotten = do_disown(tenant, session, disowned, message)
+            result.forgotten = do_disown(tenant, session, disowned, message, said_at=said_at)
     if not memory_enabled_for_session(tenant, session):
         return result  # memory is off for this end user (memory.store.consent): nothing new is remembered
     try:
@@ -113,7 +118,7 @@ def extract_and_store(
         previous_text = _previous_text(tenant, session, message)
     written = store.write_memories(
         tenant, session, items, source_message=message, source_role=role, actor=actor,
-        context=f"{previous_text}\n{text}" if items else "",
+        context=f"{previous_text}\n{text}" if items else "", now=said_at,
     )  # fmt: skip
     for fact, outcome in zip(kept, written, strict=True):
         result.written.append(outcome)
@@ -126,11 +131,14 @@ def extract_and_store(
 
 
 @require_session_id
-def do_disown(tenant: Tenant, session: ChatSession, keys: list[str], message: Message) -> list[str]:
+def do_disown(
+    tenant: Tenant, session: ChatSession, keys: list[str], message: Message, *, said_at: datetime | None = None
+) -> list[str]:
     """The user says the stored value of ``keys`` is not theirs (「这不是我的电话」, "that's not my number"):
     expire those live memories, with an ``end_user`` event naming the message. Returns their contents, for
-    the reply to acknowledge. A wrong keyed fact is worse than none: it anchors every later prompt."""
-    now = timezone.now()
+    the reply to acknowledge. A wrong keyed fact is worse than none: it anchors every later prompt.
+    ``said_at`` (an imported message): only the values valid then are the ones the user meant."""
+    now = said_at or timezone.now()
     with tenant_scope(tenant):
         live = list(
             fetch.visible_memories(tenant, session)

@@ -163,7 +163,15 @@ def extract_event_dates(state: Extraction) -> None:
             has_year = re.search(r"\d{4}", item.data["text"]) is not None
             value = item.data["local_date"] if has_year else "--" + item.data["local_date"][5:]
             data["birthday"] = value
-        state.found.append(Found(item.start, item.end, key, value, data))
+        expires_in = None
+        if key == "expiry_date":
+            # What expires on a day is current through that day, not for the key's usual season: after it, the
+            # coupon or plan the message named is no longer valid, and neither is this fact.
+            end = datetime.fromisoformat(item.data["local_date"]) + timedelta(days=1)
+            end = end.replace(tzinfo=local_tz(state.now))
+            if end > state.now:
+                expires_in = int((end - state.now).total_seconds())
+        state.found.append(Found(item.start, item.end, key, value, data, expires_in=expires_in))
     for match in _WITHIN.finditer(state.text):
         if not state.free(*match.span()):
             continue

@@ -1,6 +1,6 @@
 """Recall's candidate stage: the hybrid SQL — pgvector cosine distance on the query rewritten by intent and
-Okapi BM25 over jieba-segmented text — fused by weighted reciprocal rank, and the query's embedding, started on a
-pool thread so that it overlaps the rule stage (``memory.recall.pipeline``).
+Okapi BM25 over segmented text (``memory.text.language.segment``) — fused by weighted reciprocal rank, and the
+query's embedding, started on a pool thread so that it overlaps the rule stage (``memory.recall.pipeline``).
 
 Why no HNSW index here: pgvector 0.6 applies ``WHERE`` filters after the HNSW scan, so a per-end-user filter
 silently returns too few rows. Recall reads one end user's (or one session's) rows — tens to hundreds — through

@@ -5,7 +5,7 @@ The one implementation used by the API, the chat runtime and the benchmarks.
 1. **Rule stage** — the query names a key (「查我的订单」 → ``order_id``,
    「进度如何」 → the batch progress): exact lookups, no model.
 2. **Candidate stage** — hybrid: pgvector cosine distance on the query
-   rewritten by intent, and PostgreSQL full-text search on jieba-segmented
+   rewritten by intent, and PostgreSQL full-text search on rjieba-segmented
    text, fused by weighted reciprocal rank (weights from settings, chosen by
    measurement in ``bench/quality/locomo_recall.py``): ``memory.recall.candidates``.
    The query embedding runs on a pool thread while the rule stage's lookups

@@ -76,6 +76,10 @@ class MemoryItem:
     source_role: str | None = None
     context: str | None = None
     actor: Actor | None = None
+    #: When it was said, where that is not the batch's ``now``: an imported conversation's message time. The
+    #: memory is created then and expires ``expires_in`` after it; an earlier value of its key is superseded
+    #: then, and a later one already stored stays current (:func:`_into_history`).
+    said_at: datetime | None = None
 
 
 #: A key's scope (end user, type, key, session or None): one live memory per slot.
@@ -230,7 +234,7 @@ def _store(
     if not planned:
         return []
     now = now or timezone.now()
-    search_context = functools.cache(context_text)  # only new rows need it (jieba), once per context
+    search_context = functools.cache(context_text)  # only new rows need it (segmentation), once per context
     batch_actor = actor
 
     def origin(p: _Planned) -> tuple[Message | None, str, str, Actor]:
@@ -244,7 +248,11 @@ def _store(
             item.actor if item.actor is not None else batch_actor,
         )
 
+    def said_at(p: _Planned) -> datetime:
+        return p.item.said_at if p.item is not None and p.item.said_at is not None else now
+
     def build(p: _Planned) -> MemoryUnit:
+        at = said_at(p)
         search_text = search_fields(p.valid.content, p.valid.key, p.valid.data)
         message, role, around, _ = origin(p)
         return MemoryUnit(
@@ -255,9 +263,9 @@ def _store(
             key=p.valid.key,
             content=p.valid.content,
             data=p.valid.data,
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(seconds=p.valid.expires_in),
+            created_at=at,
+            updated_at=at,
+            expires_at=at + timedelta(seconds=p.valid.expires_in),
             source_message=message,
             source_role=role,
             embedding=p.embedding,
@@ -269,7 +277,7 @@ def _store(
 
     with tenant_scope(tenant):
         if len(planned) == 1 and planned[0].slot is not None:  # a message's one fact, often said before
-            refreshed = _refresh_unchanged(tenant, planned[0], now, origin(planned[0])[3])
+            refreshed = _refresh_unchanged(tenant, planned[0], said_at(planned[0]), origin(planned[0])[3])
             if refreshed is not None:
                 return [refreshed]
         current = _lock_live(tenant, [p.slot for p in planned if p.slot is not None])
@@ -280,16 +288,29 @@ def _store(
         results: list[WriteResult] = []
         for p in planned:
             actor = origin(p)[3]
+            at = said_at(p)
             live = current.get(p.slot) if p.slot is not None else None
+            if live is not None and live.created_at > at:
+                # Said before the key's current value was (an imported conversation): history, not a change.
+                memory = build(p)
+                new_rows.append(memory)
+                for row, was in _into_history(tenant, memory, p.slot):
+                    changed[row.pk] = row
+                    note = f"replaced by {memory.pk}, said earlier"
+                    events.append(event_row(row, Kind.REPLACE, actor, before=was, after=snapshot(memory), note=note))
+                note = f"said before {memory.superseded_by_id}, which stays current"
+                events.append(event_row(memory, Kind.CREATE, actor, after=snapshot(memory), note=note))
+                results.append(WriteResult(memory, "created"))
+                continue
             if (
                 live is not None
                 and live.content == p.valid.content
                 and live.data == p.valid.data
-                and is_valid_at(live, now)
+                and is_valid_at(live, at)
             ):
                 before = snapshot(live)
-                live.expires_at = max(live.expires_at, now + timedelta(seconds=p.valid.expires_in))
-                live.updated_at = now
+                live.expires_at = max(live.expires_at, at + timedelta(seconds=p.valid.expires_in))
+                live.updated_at = max(live.updated_at, at)
                 live.confirm_count += 1
                 if live.pk in existing:
                     changed[live.pk] = live
@@ -306,8 +327,8 @@ def _store(
                 results.append(WriteResult(memory, "created"))
                 continue
             before = snapshot(live)
-            live.superseded_at = now
-            live.expires_at = max(min(live.expires_at, now), live.created_at)
+            live.superseded_at = at
+            live.expires_at = max(min(live.expires_at, at), live.created_at)
             live.superseded_by = memory
             if live.pk in existing:
                 changed[live.pk] = live
@@ -392,6 +413,34 @@ FROM unnest(%(ids)s::uuid[], %(superseded_at)s::timestamptz[], %(superseded_by)s
      AS v(id, superseded_at, superseded_by_id, expires_at, updated_at, confirm_count)
 WHERE m.tenant_id = %(tenant)s AND m.id = v.id
 """
+
+
+def _into_history(tenant: Tenant, memory: MemoryUnit, slot: Slot) -> list[tuple[MemoryUnit, dict[str, Any]]]:
+    """Place ``memory`` (not yet stored) in its key's history at its ``created_at``, earlier than the key's
+    current value: it is superseded by the first value said after it (valid until then, at most its own
+    expiry), and the value before it, if that one was still valid then, is superseded by it. Returns the
+    stored rows it changed (the one before it), each with its snapshot from before. The key's advisory lock
+    is held by the caller."""
+    end_user_id, mtype, key, session_id = slot
+    history = fetch_memories(
+        tenant,
+        "m.end_user_id = %(end_user)s AND m.type = %(type)s AND m.key = %(key)s"
+        " AND m.session_id IS NOT DISTINCT FROM %(session)s",
+        {"end_user": end_user_id, "type": mtype, "key": key, "session": session_id},
+        lock=True,
+    )
+    at = memory.created_at
+    after = min((m for m in history if m.created_at > at), key=lambda m: m.created_at)  # the current one at least
+    memory.superseded_at = after.created_at
+    memory.superseded_by = after
+    memory.expires_at = max(min(memory.expires_at, after.created_at), at)
+    before = [(m, snapshot(m)) for m in history if m.created_at <= at and m.expires_at > at]
+    for row, _ in before:
+        row.superseded_at = at
+        row.superseded_by = memory
+        row.expires_at = max(at, row.created_at)
+        row.updated_at = max(row.updated_at, at)
+    return before
 
 
 def _update_changed(tenant: Tenant, rows: list[MemoryUnit]) -> None:

@@ -1,7 +1,7 @@
 """Pure text functions: no Django, no database (import-linter's "memory.text is pure" contract), so a benchmark
 or a test runs them without settings.
 
-- ``language`` — CJK ranges, language detection, the one jieba loader, segmentation for lexical search.
+- ``language`` — CJK ranges, language detection, the one word segmenter (rjieba), segmentation for lexical search.
 - ``phones`` — phone numbers in chat text: Chinese mobiles and landlines, international numbers, hotlines.
 - ``numerals`` — numbers in Chinese numerals (三百五十) or digits inside text.
 - ``redaction`` — the one place that decides what must never be stored, summarised or logged (secrets).

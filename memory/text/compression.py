@@ -7,7 +7,8 @@ lists exactly the names, numbers and codes the compressor promises to keep when 
 
 Secrets are redacted (:mod:`memory.text.redaction`) before anything else, so nothing here ever returns one.
 
-jieba and language detection come from :mod:`memory.text.language`. Everything is pure and deterministic; no database.
+Word segmentation, POS tags and language detection come from :mod:`memory.text.language`. Everything is pure and
+deterministic; no database.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from memory.text.language import CJK as _CJK
 from memory.text.language import CJK_RE as _CJK_RE
-from memory.text.language import Language, pos_cut
+from memory.text.language import Language, char_frequency, is_word, pos_cut
 from memory.text.language import language_of as _language
 from memory.text.redaction import PLACEHOLDER_RE, redact, redact_obj
 
@@ -32,6 +33,7 @@ __all__ = [
     "entities",
     "is_chinese_name",
     "is_filler",
+    "name_in",
 ]
 
 ELLIPSIS = "…"
@@ -95,8 +97,8 @@ _INTERJECTIONS = frozenset(
     "please lol lmao omg btw tbh imo haha cool great awesome nice sure oh ah hmm um dear".split()
 )
 _PROPER_FLAGS = ("nr", "nrfg", "nrt", "ns", "nt", "nz")
-# The ~200 most common Chinese surnames. jieba tags plenty of ordinary words ``nr`` (谢谢, 祝您); a person's name
-# is only believed when it starts with a surname.
+# The ~200 most common Chinese surnames. The tagger tags plenty of ordinary words ``nr`` (张券, 太少); a person's
+# name is only believed when it starts with a surname.
 SURNAMES = frozenset(
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆"
     "汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢安齐易乔伍庞"
@@ -152,6 +154,37 @@ def is_chinese_name(word: str) -> bool:
     if len(set(word)) == 1 or any(char in _NOT_IN_NAMES for char in word):
         return False
     return word[0] in SURNAMES or word[:2] in SURNAMES
+
+
+#: Flags of a character that may start the next clause rather than end a name: prepositions, adverbs,
+#: conjunctions, pronouns, particles (``zg``: 您, 啊) and verbs.
+_CLAUSE_START_FLAGS = frozenset({"p", "d", "c", "r", "y", "zg", "u", "uj", "ul", "uz", "ud", "ug", "uv"})
+
+
+def name_in(word: str, *, followed: bool) -> str:
+    """The personal name in ``word``, a word the tagger returned where a name is expected. ``followed``: more
+    Chinese follows ``word`` in its clause.
+
+    The tagger's HMM runs a name it does not know into the character after it (「张伟用这个号」 gives
+    「张伟用」, 「林晓雯想问」 「林晓雯想」). A name is a surname (:data:`SURNAMES`) and one or two characters,
+    so a word that starts with a surname, is not in the dictionary and is longer than that is cut to it. In a
+    word of exactly that length the last character may start the next clause or end the name: a function word or
+    a verb ends real names too (陈永刚, 李运发, 徐文亮), so it is dropped only when the given name is no dictionary
+    word (王建国 is one) and the character is more common on its own than the given name's first (用 against 伟
+    in 「张伟用」; 亮 is rarer than 文 in 「徐文亮」). Any other word is returned as it is.
+    """
+    surname = 2 if word[:2] in SURNAMES else 1 if word[:1] in SURNAMES else 0
+    if not surname or len(word) <= surname + 1 or is_word(word):
+        return word
+    if len(word) > surname + 2:
+        return word[: surname + 2]
+    if not followed or is_word(word[surname:]):
+        return word
+    (_, flag), *_ = pos_cut(word[-1])
+    starts_clause = flag in _CLAUSE_START_FLAGS or flag.startswith("v")
+    if starts_clause and char_frequency(word[-1]) > char_frequency(word[surname]):
+        return word[:-1]
+    return word
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -1,25 +1,28 @@
 """Text plumbing shared by the memory layer and the chat runtime: CJK ranges, language detection, the one
-jieba loader, and segmentation for the lexical leg of recall.
+word segmenter, and segmentation for the lexical leg of recall.
 
 - :data:`CJK` / :data:`CJK_RE`: the Chinese characters memdesk recognises (unified ideographs, extension A,
   compatibility ideographs), the one range every module uses.
 - :func:`detect_language`: ``"zh"`` or ``"en"`` for a piece of text.
-- jieba, initialised once and lazily (importing it and loading its dictionary are slow, and the load must not
-  race): :func:`cut`, :func:`pos_cut` and :func:`segment` all go through :func:`_jieba`.
+- rjieba (jieba-rs, jieba's dictionary and HMM in Rust), imported once and lazily (the import builds the
+  dictionary: a quarter of a second and ~33 MiB that a process which never segments Chinese does not pay):
+  :func:`cut`, :func:`pos_cut`, :func:`segment` and the dictionary look-ups go through :func:`_rjieba`.
 
 PostgreSQL's full-text parser does not split Chinese into words, so memdesk
-segments text with jieba before it reaches ``to_tsvector``: stored memories
-with ``cut_for_search`` (which also emits the parts of long words, so
+segments text with rjieba before it reaches ``to_tsvector``: stored memories
+in search mode (which also emits the parts of long words, so
 「订单号」 is indexed as 订单, 单号 and 订单号) and queries the same way.
 English words pass through and the ``english`` configuration stems them.
+rjieba keeps a run of letters and digits joined by punctuation whole
+(「BCD-470」, 「8.5Gbps」); :func:`segment` splits such a run into the words
+text without Chinese is split into (bcd, 470), so a code is indexed and
+looked up the same way with or without Chinese around it, and adds a
+code's joined form (bcd470) so it is found written either way.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
-import warnings
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Literal
@@ -33,6 +36,10 @@ CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RE = re.compile(f"[{CJK}]")
 _LATIN_RE = re.compile(r"[A-Za-z]")
 _WORD = re.compile(f"[\\w{CJK}]+", re.UNICODE)
+#: Words joined by hyphens ("BCD-470", "e-mail") in text without Chinese, as rjieba keeps them in text with it.
+_HYPHENATED = re.compile(r"\w+(?:-\w+)*")
+#: A code: letters and digits joined by hyphens, with a letter and a digit ("BCD-470", "WH-1000XM5").
+_CODE = re.compile(r"(?=[-A-Za-z0-9]*[A-Za-z])(?=[-A-Za-z0-9]*[0-9])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+")
 
 #: Function words that carry no recall signal in a query (Chinese; the
 #: ``english`` configuration drops English stop words itself).
@@ -70,53 +77,71 @@ def language_of(text: str, language: str | None) -> Language:
     return detect_language(text)
 
 
-# --- jieba --------------------------------------------------------------------
-
-_jieba_lock = threading.Lock()
-_jieba_modules: tuple[ModuleType, ModuleType] | None = None
+# --- rjieba --------------------------------------------------------------------
 
 
-def _jieba() -> tuple[ModuleType, ModuleType]:
-    """jieba and its POS tagger, loaded once per process (the dictionary load must not race)."""
-    global _jieba_modules
-    if _jieba_modules is None:
-        with _jieba_lock:
-            if _jieba_modules is None:
-                with warnings.catch_warnings():
-                    # jieba 0.42 imports pkg_resources, which warns on every modern setuptools.
-                    warnings.simplefilter("ignore")
-                    import jieba
-                    import jieba.posseg as posseg
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba_modules = (jieba, posseg)
-    return _jieba_modules
+def _rjieba() -> ModuleType:
+    """rjieba, imported on first use; Python's import lock makes the one dictionary build race-free."""
+    import rjieba
+
+    return rjieba
 
 
 def cut(text: str) -> list[str]:
-    """jieba tokens of ``text`` (accurate mode, HMM on); their concatenation is ``text``."""
-    jieba, _ = _jieba()
-    return list(jieba.cut(text))
+    """Words of ``text`` (accurate mode, HMM on for words not in the dictionary); their concatenation is
+    ``text``. A code such as 「BCD-470」 is one word."""
+    return _rjieba().cut(text, hmm=True)
 
 
 def pos_cut(text: str) -> list[tuple[str, str]]:
-    """jieba ``(word, flag)`` pairs (ICTCLAS flags: ``nr`` person, ``ns`` place, ``nt`` organisation, …)."""
-    _, posseg = _jieba()
-    return [(pair.word, pair.flag) for pair in posseg.cut(text)]
+    """``(word, flag)`` pairs, ICTCLAS flags (``nr`` person, ``ns`` place, ``nt`` organisation, …); the words
+    are :func:`cut`'s and their concatenation is ``text``. A word not in the dictionary gets the flag its
+    HMM guessed, so a name may carry the next character with it (「赵磊用」): readers of ``nr`` check the
+    word, not only the flag."""
+    return _rjieba().tag(text, hmm=True)
+
+
+def char_frequency(char: str) -> int:
+    """How often the dictionary counts the one character ``char`` as a word (1 or 2 when it never does)."""
+    return int(_rjieba().suggest_freq(char))
+
+
+def is_word(word: str) -> bool:
+    """Whether ``word`` is in the dictionary: a word :func:`pos_cut` returns and this does not know is the HMM's
+    guess, flag included."""
+    return bool(_rjieba().has_word(word))
 
 
 # --- segmentation for full-text search ------------------------------------------
 
 
 def segment(text: str, *, for_search: bool = True) -> list[str]:
-    """Words of ``text``: jieba for Chinese runs, whitespace/punctuation for the rest."""
+    """Lower-cased words of ``text``: rjieba's for text with Chinese, whitespace and punctuation split the rest.
+
+    A run rjieba keeps whole that is not one word (「BCD-470」, 「3.5」) gives the words it gives without Chinese
+    around it, and a code (:data:`_CODE`) its joined form as well — bcd, 470 and bcd470 — so "BCD-470", "BCD470"
+    and "470" all find it. The search-mode parts rjieba emits inside such a run (「BCD」) are dropped: its own
+    words carry them.
+    """
     if not text:
         return []
     if not has_cjk(text):
-        return [w.lower() for w in _WORD.findall(text)]
-    jieba, _ = _jieba()
-    words = jieba.lcut_for_search(text) if for_search else jieba.lcut(text)
-    return [w.lower() for w in words if _WORD.fullmatch(w)]
+        return [word for run in _HYPHENATED.findall(text) for word in _index_words(run)]
+    tokens = _rjieba().tokenize(text, mode="search" if for_search else "default", hmm=True)
+    runs = [(start, end) for word, start, end in tokens if not _WORD.fullmatch(word) and _WORD.search(word)]
+    words: list[str] = []
+    for word, start, end in tokens:
+        if any(s <= start and end <= e and e - s > end - start for s, e in runs):
+            continue  # a search-mode part inside a run
+        words.extend(_index_words(word))
+    return words
+
+
+def _index_words(run: str) -> list[str]:
+    words = [w.lower() for w in _WORD.findall(run)]
+    if len(words) > 1 and _CODE.fullmatch(run):
+        words.append("".join(words))
+    return words
 
 
 def document_text(parts: Iterable[str]) -> str:

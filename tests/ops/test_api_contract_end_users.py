@@ -1,5 +1,6 @@
-"""API.md's "End users" section against the OpenAPI schema: every path it names is served, and every path the
-schema serves under /api/v1/end-users and /api/v1/me is in the contract (or documented as an extension)."""
+"""API.md's "End users" and "Past conversations (import)" sections against the OpenAPI schema: every path they
+name is served, and every path the schema serves under /api/v1/end-users and /api/v1/me is in the contract (or
+documented as an extension)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def _section(markdown: str, title: str) -> str:
 
 @pytest.fixture(scope="module")
 def contract() -> set[tuple[str, str]]:
-    operations = _operations(_section(API_MD.read_text(encoding="utf-8"), "End users"))
+    text = API_MD.read_text(encoding="utf-8")
+    # the import of past conversations is a section of its own, under the same paths
+    operations = _operations(_section(text, "End users") + _section(text, "Past conversations (import)"))
     assert len(operations) >= 5, operations  # the section's own paths, parsed
     return operations
 

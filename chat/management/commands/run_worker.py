@@ -19,7 +19,7 @@ those older than a minute. With ``MEMDESK_MEMORY_WRITER=off`` it does neither
 (conversation memory is off; ``inline``: the web processes write it, the
 worker sweeps what they left).
 
-It loads the embedding models and jieba's dictionaries before it takes a job
+It loads the embedding models and rjieba's dictionary before it takes a job
 (``chat.turn.warmup``; ``MEMDESK_WARMUP=0`` leaves them to the first job).
 
 SIGTERM / SIGINT stop the worker gracefully: the item in flight finishes, the
@@ -43,6 +43,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from chat.imports.service import IMPORT_QUEUE
 from chat.tasks import RUNNING_JOBS
 from chat.tools.batches import BATCH_QUEUE, RUN_BATCH
 from chat.turn import warmup
@@ -175,13 +176,14 @@ class Command(BaseCommand):
                 except TimeoutError:
                     indexed = 0
             self.stdout.write(
-                f"run_worker: queues {BATCH_QUEUE}, {HEALTH_QUEUE}, {recovered} stalled job(s) recovered, "
+                f"run_worker: queues {BATCH_QUEUE}, {HEALTH_QUEUE}, {IMPORT_QUEUE}, "
+                f"{recovered} stalled job(s) recovered, "
                 f"{indexed} message(s) indexed into memory, CPU niceness {self.niceness}",
                 ending="\n",
             )
             self.stdout.flush()
             worker = app.run_worker_async(
-                queues=[BATCH_QUEUE, HEALTH_QUEUE],
+                queues=[BATCH_QUEUE, HEALTH_QUEUE, IMPORT_QUEUE],
                 wait=not options["once"],
                 concurrency=options["concurrency"],
                 update_heartbeat_interval=options["heartbeat"],

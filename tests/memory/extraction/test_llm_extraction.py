@@ -24,7 +24,7 @@ from tenants.rls import tenant_scope
 from testkit.fake_ollama import Reply
 from tests.factories import open_session, open_session_obj
 
-# jieba tags 「国贸」 as an abbreviation (j), so the rules find the phone but not the place.
+# The dictionary tags 「国贸」 as an abbreviation (j), so the rules find the phone but not the place.
 TEXT = "我在国贸那家店买的，手机号 13912345678，密码是 Abc12345，麻烦帮我查一下"
 PLACE = {"key": "place", "type": "session_state", "content": "用户提到的地点：国贸", "value": "国贸"}
 

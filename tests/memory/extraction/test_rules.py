@@ -402,7 +402,7 @@ def test_empty_text_gives_no_facts() -> None:
 
 
 @pytest.mark.parametrize("text", ["买的东西什么时候到", "公司福利怎么领", "上门安装要多久"])
-def test_everyday_words_jieba_tags_as_places_are_not_places(text: str) -> None:
+def test_everyday_words_tagged_as_places_are_not_places(text: str) -> None:
     assert "place" not in facts_by_key(text)
 
 

@@ -27,7 +27,7 @@ def _contents(result):
 
 
 def test_chinese_question_finds_the_order_number(acme, acme_session, facts):
-    # MiniLM reads Chinese as [UNK]; the jieba-segmented lexical leg must carry it
+    # MiniLM reads Chinese as [UNK]; the segmented lexical leg must carry it
     result = recall(acme.tenant, acme_session, "我的订单号是多少", k=3)
     assert _contents(result)[0] == "用户订单号 ABC123，已付款 199 元"
 
@@ -78,7 +78,8 @@ def test_recall_api_shape(memapi, facts):
     body = response.json()
     assert len(body["results"]) <= 2
     first = body["results"][0]
-    assert set(first) == {"memory", "stage", "similarity", "score"}
+    assert set(first) == {"memory", "stage", "similarity", "score", "current"}
+    assert first["current"] is True
     assert first["stage"] in {"rule", "vector"}
     assert first["memory"]["content"].startswith("用户订单号")
     assert isinstance(body["needs_confirmation"], bool)

@@ -79,7 +79,7 @@ def test_batch_creates_every_memory_with_its_event_vector_and_search_vector(acme
         assert _events(acme.tenant, stored.pk) == ["create"]
     assert rows[results[2].memory.pk].session_id == acme_session.pk  # session-scoped type
     assert rows[results[1].memory.pk].session_id is None
-    # and the jieba-segmented Chinese term and the English words match through full text
+    # and the segmented Chinese term and the English words match through full text
     assert _full_text_ids(acme.tenant, "订单号") == {results[0].memory.pk}
     assert _full_text_ids(acme.tenant, "单号") == {results[0].memory.pk}
     assert _full_text_ids(acme.tenant, "refunds") == {results[2].memory.pk}

@@ -160,7 +160,7 @@ def test_the_periodic_job_is_registered_with_procrastinate():
     assert periodic.task.queue == HEALTH_QUEUE
     run_worker = (health.__file__.rsplit("/memory/", 1)[0]) + "/chat/management/commands/run_worker.py"
     with open(run_worker, encoding="utf-8") as source:
-        assert "queues=[BATCH_QUEUE, HEALTH_QUEUE]" in source.read()
+        assert "queues=[BATCH_QUEUE, HEALTH_QUEUE, IMPORT_QUEUE]" in source.read()
 
 
 @pytest.mark.django_db(transaction=True)
