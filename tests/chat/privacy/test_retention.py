@@ -248,7 +248,7 @@ def _worker_queues():
     from memory.tasks import HEALTH_QUEUE
 
     with open(run_worker.__file__, encoding="utf-8") as source:
-        assert "queues=[BATCH_QUEUE, HEALTH_QUEUE]" in source.read()
+        assert "queues=[BATCH_QUEUE, HEALTH_QUEUE, IMPORT_QUEUE]" in source.read()
     return {BATCH_QUEUE, HEALTH_QUEUE}
 
 
