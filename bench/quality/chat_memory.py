@@ -92,6 +92,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,10 @@ ZH_CS_DATA = common.BENCH_DIR / "data" / "zh_cs_memory.json"
 PATH_MEASURED = (
     "ingest: chat.turn.run.run_turn with the fake model answering; "
     "recall: memory.recall.pipeline.recall(k=10) in a new session of the same end user"
+)
+PATH_MEASURED_IMPORT = (
+    "ingest: each session through POST /api/v1/end-users/<id>/conversations at its own day, then manage.py "
+    "run_worker --once; recall: memory.recall.pipeline.recall(k=10) in a new session of the same end user, today"
 )
 KS = (1, 5, 10)
 RECALL_K = 10
@@ -132,6 +137,9 @@ class Turn:
 class Session:
     label: str
     turns: list[Turn]
+    #: The day the session happened, counted from the dialogue's first (the zh_cs schema's ``day``): the import
+    #: path (``--via import``) dates its messages with it.
+    day: int | None = None
 
 
 @dataclass
@@ -287,11 +295,17 @@ def parse_zh_cs(raw: Any, *, max_turns: int | None = None) -> Dataset:
     dropped = 0
     for n, item in enumerate(items):
         did = str(_first(item, "id", "dialogue_id", default=f"d{n}"))
+        days: dict[str, int] = {}
         if "sessions" in item:
             raw_sessions = [
                 (str(_first(s, "id", "session_id", default=i)), s["turns"]) if isinstance(s, dict) else (str(i), s)
                 for i, s in enumerate(item["sessions"])
             ]
+            days = {
+                str(_first(s, "id", "session_id", default=i)): int(s["day"])
+                for i, s in enumerate(item["sessions"])
+                if isinstance(s, dict) and isinstance(s.get("day"), int)
+            }
         else:
             grouped: dict[str, list[Any]] = {}
             for t in item["turns"]:
@@ -309,7 +323,7 @@ def parse_zh_cs(raw: Any, *, max_turns: int | None = None) -> Dataset:
                         str(_first(t, "text", "content")).strip(),
                     )
                 )
-            sessions.append(Session(label, parsed))
+            sessions.append(Session(label, parsed, days.get(label)))
         ids = [t.id for s in sessions for t in s.turns]
         if len(ids) != len(set(ids)):
             raise ValueError(f"dialogue {did}: turn ids repeat: {[k for k, c in Counter(ids).items() if c > 1]}")
@@ -579,6 +593,66 @@ def ingest(dataset: Dataset, fake_host: str, fake: FakeModel) -> list[Ingested]:
     return [ing for ing, _ in plan]
 
 
+def ingest_by_import(dataset: Dataset) -> list[Ingested]:
+    """Every dialogue's sessions as past conversations through ``POST /api/v1/end-users/<id>/conversations``
+    (the test client, the tenant's key), dated by their ``day`` (the last day yesterday, a minute between
+    messages, each turn's id its message's ``external_id``), then ``manage.py run_worker --once`` until each
+    import is done. The questions are then asked today, as a customer who comes back would ask them."""
+    from django.core.management import call_command
+    from django.utils import timezone
+    from rest_framework.test import APIClient
+
+    from conversations.models import Message
+    from tenants.rls import tenant_scope
+
+    def day_of(session: Session, n: int) -> int:
+        return session.day if session.day is not None else n
+
+    last = max((day_of(s, n) for d in dataset.dialogues for n, s in enumerate(d.sessions)), default=0)
+    first_day = (timezone.now() - timedelta(days=last + 1)).replace(hour=9, minute=0, second=0, microsecond=0)
+    clients: dict[str, tuple[Any, Any]] = {}
+    plan: list[tuple[Ingested, list[str]]] = []
+    started = time.perf_counter()
+    for dialogue in dataset.dialogues:
+        if dialogue.tenant not in clients:
+            provisioned = common.make_tenant(
+                f"cm-{dataset.name}-{len(clients)}"[:50], language=dialogue.language, settings=TENANT_SETTINGS
+            )
+            client = APIClient(SERVER_NAME="localhost")
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {provisioned.api_key}")
+            clients[dialogue.tenant] = (provisioned.tenant, client)
+        tenant, client = clients[dialogue.tenant]
+        ing = Ingested(dialogue, tenant)
+        session_ids = []
+        for n, session in enumerate(dialogue.sessions):
+            start = first_day + timedelta(days=day_of(session, n), hours=n % 8)
+            turns = [t for t in session.turns if t.text]
+            body = {
+                "external_id": f"{dialogue.id}/{session.label}"[:200],
+                "started_at": start.isoformat(),
+                "messages": [
+                    {"role": "user" if t.role == "user" else "agent", "text": t.text[:4000],
+                     "sent_at": (start + timedelta(minutes=i)).isoformat(), "external_id": t.id[:100]}
+                    for i, t in enumerate(turns)
+                ],
+            }  # fmt: skip
+            response = client.post(f"/api/v1/end-users/{dialogue.end_user}/conversations", body, format="json")
+            if response.status_code not in (200, 202):
+                ing.errors[f"import {response.status_code}: {response.content[:200]!r}"] += 1
+                continue
+            session_ids.append(response.json()["session_id"])
+            ing.turns += len(turns)
+        plan.append((ing, session_ids))
+    call_command("run_worker", "--once", "--nice", "0")
+    seconds = time.perf_counter() - started
+    for ing, session_ids in plan:
+        with tenant_scope(ing.tenant):
+            rows = Message.objects.for_tenant(ing.tenant).filter(session_id__in=session_ids)
+            ing.turn_of_message = {str(m.pk): m.client_msg_id for m in rows if m.client_msg_id}
+        ing.seconds = seconds * ing.turns / max(1, sum(i.turns for i, _ in plan))
+    return [ing for ing, _ in plan]
+
+
 # --- recall, scores, baseline -------------------------------------------------------------------------------------
 
 
@@ -819,7 +893,7 @@ def _record_ingest(
 def _ingest_args(args: argparse.Namespace) -> dict[str, Any]:
     """The arguments that decide what was ingested: a reused ingest must have been made with the same."""
     names = ("dataset", "conversations", "max_turns", "locomo_turns", "data", "turns", "small_turns", "queries",
-             "seed", "tenant_settings", "fake_uses_memory")  # fmt: skip
+             "seed", "tenant_settings", "fake_uses_memory", "via")  # fmt: skip
     return {name: str(getattr(args, name)) for name in names}
 
 
@@ -889,6 +963,11 @@ def main() -> None:
         help="locomo: turns alternate as user message and model reply (paired), or all are user messages (acked)",
     )  # fmt: skip
     parser.add_argument("--data", type=Path, default=ZH_CS_DATA, help="zh_cs: the dataset file")
+    parser.add_argument(
+        "--via", choices=("chat", "import"), default="chat",
+        help="chat: every turn through run_turn, now; import: each session imported as a past conversation at "
+        "its own day (the API and the worker), the questions asked today",
+    )  # fmt: skip
     parser.add_argument("--turns", type=int, default=5000, help="scale: the large end user's turns")
     parser.add_argument("--small-turns", type=int, default=50, help="scale: the small end user's turns")
     parser.add_argument("--queries", type=int, default=150, help="scale: distinct questions per end user")
@@ -950,7 +1029,7 @@ def main() -> None:
         "date": common.now_iso(),
         "command": shlex.join([".venv/bin/python", "bench/quality/chat_memory.py", *sys.argv[1:]]),
         "niceness": os.nice(0),
-        "path_measured": PATH_MEASURED,
+        "path_measured": PATH_MEASURED_IMPORT if args.via == "import" else PATH_MEASURED,
         "git": common.git_state(),
         "machine": common.machine_info(),
         "dataset_info": {
@@ -983,8 +1062,12 @@ def main() -> None:
             # loads the tokenizer, rjieba's dictionary and the encoders (seconds).
             ingest(warmup_dataset(sorted({d.language for d in dataset.dialogues})), server.host, FakeModel())
             before = relation_bytes()
-            common.log("ingest through chat.turn.run.run_turn")
-            ingested = ingest(dataset, server.host, fake)
+            if args.via == "import":
+                common.log("ingest through POST /api/v1/end-users/<id>/conversations and the worker")
+                ingested = ingest_by_import(dataset)
+            else:
+                common.log("ingest through chat.turn.run.run_turn")
+                ingested = ingest(dataset, server.host, fake)
         show_requests = len(server.show_requests)
     if manifest is not None:
         common.log(f"ingest reused: {manifest_path} ({manifest['git']})")
@@ -1059,7 +1142,7 @@ def main() -> None:
     path = common.write_result(args.out or f"chat_memory_{dataset.name}", results)
 
     print()
-    print(f"{PATH_MEASURED}\n")
+    print(f"{results['path_measured']}\n")
     headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served"]
     rows = report_rows(recall_summary, "recall (chat path)") + report_rows(bm25_summary, "BM25 raw turns")
     for knobs, summary in variants:

@@ -4,9 +4,12 @@ turned into memory exactly as live turns are — each message's facts extracted 
 — but each at its own time (``said_at``): dates in words are resolved against when they were said, validity
 runs from then, and a value said before the one stored now is kept as history, never made current.
 
-Messages go in order, a chunk at a time, each chunk in a transaction of its own that also records how far
-the job got (``ImportedConversation.done_seq``): a job stopped or failed half-way resumes after the last
-chunk written, and no message is turned into memory twice.
+Messages go in order, a chunk at a time: each message's facts are stored as a live turn stores them (each
+store in a transaction of its own, its keys locked in one global order), then the chunk's units in one
+transaction, then how far the job got (``ImportedConversation.done_seq``). No transaction holds one store's
+locks while taking another's: two imports of one customer (or an import and a live turn) never deadlock. A
+job stopped or failed half-way resumes after the last chunk recorded; a chunk's facts stored again on
+resume only refresh what is stored, and its units are written once (each message's own mark).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import ChatSession, ImportedConversation, Message
@@ -50,13 +52,13 @@ def run_import(tenant_id: str, imported_id: int, *, should_stop: Callable[[], bo
             if should_stop():
                 return ImportedConversation.Status.INDEXING
             chunk = pending[start : start + CHUNK]
-            with tenant_scope(tenant), transaction.atomic():
-                before = previous
-                for message in chunk:
-                    extract_and_store(tenant, session, message, previous_text=before, said_at=message.created_at)
-                    before = message.text
-                index_messages(tenant, session, chunk, previous_text=previous)
-                imported.done_seq = chunk[-1].seq
+            before = previous
+            for message in chunk:
+                extract_and_store(tenant, session, message, previous_text=before, said_at=message.created_at)
+                before = message.text
+            index_messages(tenant, session, chunk, previous_text=previous)
+            imported.done_seq = chunk[-1].seq
+            with tenant_scope(tenant):
                 ImportedConversation.objects.for_tenant(tenant).filter(pk=imported.pk).update(
                     done_seq=imported.done_seq, updated_at=timezone.now()
                 )

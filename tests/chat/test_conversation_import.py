@@ -290,3 +290,24 @@ def test_imports_have_a_rate_of_their_own_and_leave_live_chat_its_limits(acme, f
 
     assert answers == [202, 202, 429]
     assert live.status_code == 200  # 40 imported messages did not use up the tenant's 3 live messages a minute
+
+
+def test_imports_of_one_customer_indexed_side_by_side_all_finish(acme):
+    # several conversations of one customer stating the same keys and the same sentences, indexed by jobs that
+    # run at once: each store takes its keys in one order and no transaction holds one store's locks into the next
+    lines = [
+        line
+        for i in range(10)
+        for line in (
+            ("user", f"我的手机号是1380013800{i}"),
+            ("agent", "好的，已为您更新。"),
+            ("user", "谢谢，订单DD1001"),
+        )
+    ]
+    for n in range(6):
+        assert _import(acme, "cust-13", _conversation(f"zd-13{n}", -6 + n, lines)).status_code == 202
+
+    call_command("run_worker", "--once", "--poll", "0.2", "--nice", "0", "--concurrency", "4")
+
+    assert [_imported(acme, f"zd-13{n}").status for n in range(6)] == ["done"] * 6
+    assert _phone(acme, "cust-13") == ["13800138009"]
