@@ -11,7 +11,7 @@ from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 from procrastinate.exceptions import JobAborted
 
-from chat.imports.run import run_import
+from chat.imports.run import run_import_at_low_priority
 from chat.imports.service import IMPORT_QUEUE, RUN_IMPORT
 from chat.privacy.retention import apply_retention_all
 from chat.tools.batches import BATCH_QUEUE, RUN_BATCH, run_batch
@@ -69,7 +69,7 @@ def apply_retention_task(timestamp: int) -> dict[str, dict[str, Any]]:
 @app.task(name=RUN_IMPORT, queue=IMPORT_QUEUE, pass_context=True, retry=RetryStrategy(max_attempts=5, wait=5))
 def run_import_task(context: JobContext, tenant_id: str, imported_id: int) -> str:
     try:
-        status = run_import(tenant_id, imported_id, should_stop=context.should_abort)
+        status = run_import_at_low_priority(tenant_id, imported_id, should_stop=context.should_abort)
     finally:
         connections.close_all()
     if status == "indexing":

@@ -15,8 +15,11 @@ resume only refresh what is stored, and its units are written once (each message
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.utils import timezone
 
@@ -72,6 +75,39 @@ def run_import(tenant_id: str, imported_id: int, *, should_stop: Callable[[], bo
     with tenant_scope(tenant):
         _set(tenant, imported, ImportedConversation.Status.DONE)
     return ImportedConversation.Status.DONE
+
+
+#: The CPU niceness of the thread an import runs on: the lowest priority, so that on a host shared with the
+#: web workers (or the worker's own writer of live turns' memory) an import only takes the CPU they leave.
+IMPORT_NICENESS = 19
+
+
+def run_import_at_low_priority(tenant_id: str, imported_id: int, *, should_stop: Callable[[], bool]) -> str:
+    """:func:`run_import` on a thread of its own at :data:`IMPORT_NICENESS` (Linux sets niceness per thread; a
+    raised niceness cannot be lowered again without privilege, so the job's pooled thread is never the one
+    lowered). The import's error, if any, is raised here."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), IMPORT_NICENESS)
+        except (AttributeError, OSError):  # not Linux, or not allowed: run at the worker's own priority
+            pass
+        try:
+            outcome["status"] = run_import(tenant_id, imported_id, should_stop=should_stop)
+        except BaseException as exc:  # handed to the job's own thread, which reports and retries it
+            outcome["error"] = exc
+        finally:
+            from django.db import connections
+
+            connections.close_all()
+
+    thread = threading.Thread(target=run, name=f"import-{imported_id}")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["status"]
 
 
 def _set(tenant: Tenant, imported: ImportedConversation, status: str, *, error: str = "") -> None:

@@ -9,6 +9,7 @@ another time — what a customer who comes back gets.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from datetime import UTC, datetime, timedelta
@@ -311,3 +312,22 @@ def test_imports_of_one_customer_indexed_side_by_side_all_finish(acme):
 
     assert [_imported(acme, f"zd-13{n}").status for n in range(6)] == ["done"] * 6
     assert _phone(acme, "cust-13") == ["13800138009"]
+
+
+def test_an_import_runs_on_a_thread_of_its_own_at_the_lowest_priority(monkeypatch):
+    from chat.imports import run as import_run
+
+    seen = {}
+
+    def fake_run(tenant_id, imported_id, *, should_stop):
+        seen["thread"] = threading.get_native_id()
+        seen["niceness"] = os.getpriority(os.PRIO_PROCESS, seen["thread"])
+        return "done"
+
+    monkeypatch.setattr(import_run, "run_import", fake_run)
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    assert import_run.run_import_at_low_priority("t", 1, should_stop=lambda: False) == "done"
+    assert seen["niceness"] == import_run.IMPORT_NICENESS
+    assert seen["thread"] != threading.get_native_id()
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the job's own thread is untouched
