@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from memory.embeddings.onnx_graph import GraphBuilder
+
 #: ONNX opset: 17 has LayerNormalization.
 OPSET = 17
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -27,7 +29,7 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 def model_proto(model_dir: Path) -> Any:
     """The BERT encoder in ``model_dir`` (``config.json`` and ``model.safetensors``) as an ONNX model."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
     from safetensors.numpy import load_file
 
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -38,16 +40,8 @@ def model_proto(model_dir: Path) -> Any:
     head_dim = hidden // heads
     eps = float(config["layer_norm_eps"])
 
-    nodes: list[Any] = []
-    inits: list[Any] = []
-
-    def const(name: str, value: Any) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def node(op: str, inputs: list[str], name: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-        return name
+    builder = GraphBuilder()
+    const, node, nodes, inits = builder.const, builder.node, builder.nodes, builder.inits
 
     def weight(key: str) -> str:
         return const(key, weights[key].astype(np.float32))

