@@ -57,7 +57,7 @@ def run_import(tenant_id: str, imported_id: int, *, should_stop: Callable[[], bo
             chunk = pending[start : start + CHUNK]
             before = previous
             for message in chunk:
-                extract_and_store(tenant, session, message, previous_text=before, said_at=message.created_at)
+                extract_and_store(tenant, session, message, previous_text=before)
                 before = message.text
             index_messages(tenant, session, chunk, previous_text=previous)
             imported.done_seq = chunk[-1].seq

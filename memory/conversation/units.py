@@ -332,12 +332,6 @@ def index_messages(
         return len(store.write_memories(tenant, session, items)) if items else 0
 
 
-def said_at(message: Message) -> datetime | None:
-    """When an imported message was said (its own time, ``Message.data["imported"]``), for its memories; None
-    for a live one, whose memories are written as of the write."""
-    return message.created_at if (message.data or {}).get("imported") else None
-
-
 def _unit_items(messages: Sequence[Message], pending: set[Any], previous_text: str, ttl: int) -> list[store.MemoryItem]:
     """The conversation units of ``messages`` (of one session, in order) that are in ``pending``, as items for
     ``store.write_memories``, each with its own source message, role, context and actor. ``previous_text``
@@ -357,7 +351,7 @@ def _unit_items(messages: Sequence[Message], pending: set[Any], previous_text: s
                         **({"update": True} if u.update else {}),
                     },
                     source_message=message, source_role=message.role, context=context, actor=actor,
-                    said_at=said_at(message),
+                    said_at=store.said_at_of(message),
                 )
                 for u in message_units(message.text, message.role, message.created_at)
             ]  # fmt: skip

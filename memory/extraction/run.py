@@ -69,7 +69,6 @@ def extract_and_store(
     *,
     previous_text: str | None = None,
     ask_model: StructuredAsk | None = None,
-    said_at: datetime | None = None,
 ) -> ExtractionResult:
     """Extract facts from ``message`` and upsert them as memories of this
     session's end user (or of the session, for session-scoped types).
@@ -77,10 +76,11 @@ def extract_and_store(
     it (the chat runtime does); otherwise it is read when facts need it.
     ``ask_model``: the model, for the tenants that have model extraction on
     (memory/extraction/model.py); without it only the rules extract.
-    ``said_at``: the message is from an imported conversation, said then (its ``created_at``): its facts are
-    stored as of that time, so a value given since stays current (``memory.store.write.MemoryItem.said_at``),
-    and "that's not mine" expires only values stored by then."""
+    A message of an imported conversation (``memory.store.write.said_at_of``) is taken as of when it was said:
+    its facts are stored as of then, so a value given since stays current, and "that's not mine" expires only
+    values stored by then."""
     result = ExtractionResult()
+    said_at = store.said_at_of(message)
     text = message.text or ""
     role = message.role
     if role == Message.Role.USER:

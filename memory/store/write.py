@@ -82,6 +82,14 @@ class MemoryItem:
     said_at: datetime | None = None
 
 
+def said_at_of(message: Message | None) -> datetime | None:
+    """When an imported message was said (its own time, ``Message.data["imported"]``), for the memories made
+    from it; None for a live one, whose memories are written as of the write."""
+    if message is None or not (message.data or {}).get("imported"):
+        return None
+    return message.created_at
+
+
 #: A key's scope (end user, type, key, session or None): one live memory per slot.
 Slot = tuple[Any, str, str, Any]
 
