@@ -46,40 +46,55 @@ def main() -> None:
 
     django.setup()  # the models module only: no database is opened
     from memory.embeddings import models as embeddings
-    from memory.topics.detect import SHIFT_THRESHOLDS, detect_intent_shift, detect_topic_switch, shift_applies
+    from memory.topics.detect import SHIFT_THRESHOLDS, detect_topic_switch, judge_message, shift_applies
+    from memory.topics.domains import classify, named_domains
 
     pairs = json.loads(args.data.read_text(encoding="utf-8"))["pairs"]
     models = {embeddings.USE_MODEL: ("zh", "en"), embeddings.DEFAULT_MODEL: ("en",)}
     for model, langs in models.items():
         rows = [p for p in pairs if p["lang"] in langs]
         embeddings.embed(["warm up"], model=model)
+        classify(embeddings.embed_one("warm up", model=model), model)  # the domain examples, embedded once
         costs, scored = [], []
         for pair in rows:
             topic = embeddings.embed([pair["previous"][0], pair["previous"][-1]], model=model)
+            domains: list[str] = []  # as memory.topics.freeze keeps them: each known domain of the topic's messages
+            likely: list[str] = []  # and each vote's winner, known or not
+            for text in pair["previous"]:
+                guess = classify(embeddings.embed_one(text, model=model, kind="query"), model)
+                domains += [guess.domain] if guess.domain and guess.domain not in domains else []
+                likely += [guess.likely] if guess.likely and guess.likely not in likely else []
             start = time.perf_counter()
-            vector = embeddings.embed_one(pair["new"], model=model) if shift_applies(pair["new"], model) else None
+            applies = shift_applies(pair["new"], model)
+            vector = embeddings.embed_one(pair["new"], model=model, kind="query") if applies else None
             rule = detect_topic_switch(pair["new"]) is not None
-            shift = vector is not None and detect_intent_shift(pair["new"], vector, topic, model=model) is not None
-            costs.append((time.perf_counter() - start) * 1000)
             similarity = float(max(topic @ vector)) if vector is not None else None
-            scored.append((pair, rule, shift, similarity))
+            verdict = judge_message(
+                pair["new"], similarity=similarity, model=model,
+                domain=classify(vector, model).domain if vector is not None else None,
+                topic_domains=domains, topic_likely=likely, named=sorted(named_domains(pair["new"])),
+            ).outcome  # fmt: skip
+            shift = verdict == "switch"
+            costs.append((time.perf_counter() - start) * 1000)
+            scored.append((pair, rule, shift, similarity, verdict))
         print(f"\n{model} ({'+'.join(langs)}, {len(rows)} pairs, threshold {SHIFT_THRESHOLDS[model]:.2f})")
-        print("| langs | rules P/R | rules + embedding P/R |")
+        print("| langs | rules P/R | rules + domains P/R | + a confirmed maybe P/R |")
         for lang in (*langs, "all"):
             part = [s for s in scored if lang in ("all", s[0]["lang"])]
-            rp, rr, n = prf([(rule, p["switch"]) for p, rule, _, _ in part])
-            ep, er, _ = prf([(rule or shift, p["switch"]) for p, rule, shift, _ in part])
-            print(f"| {lang} ({n}) | {rp:.2f}/{rr:.2f} | {ep:.2f}/{er:.2f} |")
+            rp, rr, n = prf([(rule, p["switch"]) for p, rule, *_ in part])
+            ep, er, _ = prf([(rule or shift, p["switch"]) for p, rule, shift, *_ in part])
+            mp, mr, _ = prf([(rule or v in ("switch", "maybe"), p["switch"]) for p, rule, _, _, v in part])
+            print(f"| {lang} ({n}) | {rp:.2f}/{rr:.2f} | {ep:.2f}/{er:.2f} | {mp:.2f}/{mr:.2f} |")
         print(f"per message: median {statistics.median(costs):.2f} ms, max {max(costs):.2f} ms (embedding + rules)")
         if args.sweep:
             for t in [x / 100 for x in range(15, 51, 5)]:
-                p, r, _ = prf([(rule or (s is not None and s < t), x["switch"]) for x, rule, _, s in scored])
-                print(f"  threshold {t:.2f}: P {p:.2f} R {r:.2f}")
+                p, r, _ = prf([(rule or (s is not None and s < t), x["switch"]) for x, rule, _, s, _ in scored])
+                print(f"  distance alone at {t:.2f}: P {p:.2f} R {r:.2f}")
         if args.errors:
-            for pair, rule, shift, similarity in scored:
+            for pair, rule, shift, similarity, verdict in scored:
                 if (rule or shift) != pair["switch"]:
                     sim = "—" if similarity is None else f"{similarity:.2f}"
-                    print(f"  wrong ({'switch' if pair['switch'] else 'stay'}, sim {sim}): "
+                    print(f"  wrong ({'switch' if pair['switch'] else 'stay'}, sim {sim}, {verdict}): "
                           f"{pair['previous'][-1]} → {pair['new']}")  # fmt: skip
 
 

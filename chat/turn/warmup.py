@@ -1,7 +1,7 @@
 """Load at start what the first chat turn of a worker would otherwise load.
 
 A fresh worker loads, on its first turn, the embedding models (the ONNX
-graph and multilingual USE), rjieba's dictionary, the Qwen BPE and the
+graph and multilingual USE) and the topic-switch examples they embed, rjieba's dictionary, the Qwen BPE and the
 summariser's word lists: that customer would wait for all of it before the
 reply. ``start()`` does it on a background thread as the
 server imports the ASGI application, so the worker answers health checks
@@ -34,6 +34,7 @@ from chat.prompt.tokens import count_tokens
 from config.env import envbool
 from memory.embeddings import DEFAULT_MODEL, LANGUAGE_DEFAULTS, embed_one
 from memory.extraction import extract_facts
+from memory.topics import warm_up_domains
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ def warm_up() -> float:
     started = time.perf_counter()
     for model in dict.fromkeys([DEFAULT_MODEL, *LANGUAGE_DEFAULTS.values()]):
         embed_one(_SAMPLE["zh"], model=model, kind="query")
+        warm_up_domains(model)  # the topic-switch examples, embedded once (memory.topics.domains)
     now = datetime.now(UTC)
     for language, text in _SAMPLE.items():
         extract_facts(text, role="user", language=language, now=now)

@@ -85,7 +85,7 @@ def extract_and_store(
     role = message.role
     if role == Message.Role.USER:
         result.confirmation = is_confirmation(text)
-        result.topic_switch = observe_user_message(tenant, session, text)
+        result.topic_switch = observe_user_message(tenant, session, text, previous_text=previous_text or "")
         disowned = disowned_keys(text)
         if disowned:
             result.forgotten = do_disown(tenant, session, disowned, message, said_at=said_at)

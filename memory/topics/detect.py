@@ -1,22 +1,21 @@
 """Topic-switch detection (S10): when it fires, the runtime inserts ``<|context_reset|>`` and freezes the old
 topic's ``session_state`` memories (``memory.topics.freeze``).
 
-Three ways in, cheapest first:
+A reset tells the model to drop the earlier conversation, so a false one costs more than a missed one: a switch
+needs evidence of a new matter, not only distance from the current topic's text. The evidence, strongest first:
 
-1. **Explicit phrases** (:func:`detect_topic_switch`, the fast path, no model):
-
-* a dismissal of the old matter followed by a new request — 「账单的事先不说了，我要投诉客服」,
-  「先不管订单了，我想问…」, "forget the bill, I want to complain about …";
-* an announcement of a new topic — 「换个话题」, 「另外一个问题」, "let's talk about something else",
-  "another question:".
-
-   A dismissal with no new request is a goodbye, not a switch: 「不说了，谢谢」, 「好的不说了」, "never mind, thanks".
+1. **Explicit phrases** (:func:`detect_topic_switch`, the fast path, no model): a dismissal of the old matter
+   followed by a new request — 「账单的事先不说了，我要投诉客服」, "forget the bill, I want to complain about …"; an
+   announcement of a new topic — 「换个话题」, "another question:". A dismissal with no new request is a goodbye,
+   not a switch: 「不说了，谢谢」, "never mind, thanks".
 2. **An explicit return** (:func:`detect_topic_return`): 「回到刚才账单的问题」, "back to the billing question".
-3. **An intent shift** (:func:`detect_intent_shift`): the new message's embedding is far from every vector of the
-   current topic (its first and latest message): 「查账单」 → 「我要投诉客服」. Never for acknowledgements and
-   elliptical follow-ups (:func:`is_follow_up`: 「好的」, 「那运费呢」, "what about the fee?"), which are short and say
-   little on their own; only for a model with a threshold measured on ``bench/data/topic_switch_labels.json``
-   (``SHIFT_THRESHOLDS``). A shift close to a frozen topic (``RETURN_THRESHOLD``) is a return to it.
+3. **A new domain** (:func:`judge_message`): the message's domain (``memory.topics.domains``, nearest examples
+   from data) differs from the topic's and the message names it — bill → complaint, hotel → taxi. Words of the same
+   domain, elliptical follow-ups (「那10月的呢？」), pointers back (「这笔」, "that one") and answers to the agent's
+   question never switch.
+4. **Distance alone** (similarity to the topic's first and latest message below ``SHIFT_THRESHOLDS``) is only a
+   *maybe*: nothing is frozen until the next message confirms it (:func:`confirms_switch`), so a drift to a new
+   matter resets once, on its second message.
 
 Everything here is pure: vectors come in as arguments (``memory.topics.freeze`` embeds and stores).
 """
@@ -37,11 +36,17 @@ from memory.text.compression import compress
 
 __all__ = [
     "TopicSwitch",
-    "detect_intent_shift",
+    "Verdict",
+    "asks_a_question",
+    "confirms_switch",
     "detect_topic_return",
     "detect_topic_switch",
+    "is_brief",
     "is_follow_up",
+    "judge_message",
     "model_reads",
+    "new_topic_of",
+    "points_back",
     "shift_applies",
     "topic_similarity",
 ]
@@ -54,6 +59,8 @@ TOPIC_LIMIT = 60
 SHIFT_THRESHOLDS: dict[str, float] = {USE_MODEL: 0.30, DEFAULT_MODEL: 0.25}
 #: A shifted message at least this close to a frozen topic returns to it instead of opening a new one.
 RETURN_THRESHOLD = 0.5
+#: Without domains, a message confirms a possible switch only when at least this close to the message that made it.
+CONFIRM_SIMILARITY = 0.5
 #: MiniLM reads English only: a Chinese message's vector says nothing (memory/embeddings/minilm.py).
 _ENGLISH_ONLY = frozenset({DEFAULT_MODEL})
 
@@ -228,15 +235,26 @@ def detect_topic_return(text: str) -> str | None:
     return None
 
 
-def is_follow_up(text: str) -> bool:
-    """Whether ``text`` is an acknowledgement, too short to mean anything alone, an elliptical follow-up
-    (「那运费呢」, "what about the fee?") or points back at what was said (「这笔」, "is it still…"): such a
-    message continues the topic, whatever its vector says."""
+def is_brief(text: str) -> bool:
+    """Whether ``text`` is an acknowledgement, too short to mean anything alone, or an elliptical follow-up
+    (「那运费呢」, "what about the fee?"): it continues the topic, and its vector says nothing of a matter."""
     stripped = text.strip()
-    if not stripped or _GOODBYE.match(stripped) or _FOLLOW_UP.search(stripped) or _ANAPHORA.search(stripped):
+    if not stripped or _GOODBYE.match(stripped) or _FOLLOW_UP.search(stripped):
         return True
     cjk = len(_CJK.findall(stripped))
     return cjk < _MIN_CJK if cjk else len(_WORD.findall(stripped)) < _MIN_WORDS
+
+
+def points_back(text: str) -> bool:
+    """Whether ``text`` points back at what was said (「这笔」, "is it still…"). Weaker than a domain it names:
+    "a taxi from there to the restaurant" still leaves the hotel."""
+    return bool(_ANAPHORA.search(text))
+
+
+def is_follow_up(text: str) -> bool:
+    """Whether ``text`` is brief (:func:`is_brief`) or points back at what was said (:func:`points_back`): without
+    a new domain named, such a message continues the topic, whatever its vector says."""
+    return is_brief(text) or points_back(text)
 
 
 def pack_vector(vector: Any) -> str:
@@ -282,23 +300,99 @@ def model_reads(text: str, model: str) -> bool:
 
 def shift_applies(text: str, model: str) -> bool:
     """Whether the embedding check may run on ``text`` with ``model``: a model that reads it, and a message that
-    is not a follow-up."""
-    return model_reads(text, model) and not is_follow_up(text)
+    is not brief (:func:`is_brief`)."""
+    return model_reads(text, model) and not is_brief(text)
 
 
-def detect_intent_shift(
-    text: str, vector: Any, topic_vectors: Sequence[Any], *, model: str, previous_topic: str | None = None
-) -> TopicSwitch | None:
-    """A switch when ``text`` (embedded as ``vector`` by ``model``) is further than the model's threshold from
-    every vector of the current topic; ``None`` for a follow-up, for no current topic, or for an uncalibrated
-    model. ``new_topic`` is the message itself, compressed."""
-    if not len(topic_vectors) or not shift_applies(text, model):
-        return None
-    similarity = topic_similarity(vector, topic_vectors)
-    threshold = SHIFT_THRESHOLDS[model]
-    if similarity >= threshold:
-        return None
-    was = f" from {previous_topic!r}" if previous_topic else ""
-    return TopicSwitch(
-        _topic(text.strip()), f"intent shift{was}: similarity {similarity:.2f} < {threshold:.2f}", kind="shift"
-    )
+_QUESTION_END = re.compile(r"(?:[?？]|[吗呢么嘛][。.！!～~]*)\s*$")
+
+
+def asks_a_question(text: str) -> bool:
+    """Whether the agent's message ``text`` ends by asking something (「请问几位入住？」, "For how many nights?"):
+    the customer's next message answers it, whatever its vector says."""
+    return bool(_QUESTION_END.search(text.strip()))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a message shows about the current topic: ``"stay"``, ``"switch"`` (evidence of a new matter) or
+    ``"maybe"`` (far from the topic, no domain evidence: the next message must confirm it)."""
+
+    outcome: str
+    reason: str
+
+
+def judge_message(
+    text: str,
+    *,
+    similarity: float | None,
+    model: str,
+    domain: str | None,
+    topic_domains: Sequence[str],
+    named: Sequence[str] = (),
+    frozen_domains: Sequence[str] = (),
+    topic_likely: Sequence[str] = (),
+    after_question: bool = False,
+) -> Verdict:
+    """Whether ``text`` leaves the current topic, from the evidence in order of strength:
+
+    1. a brief follow-up (:func:`is_brief`: an acknowledgement, an elliptical question) stays;
+    2. the message's domain (``domain``, ``memory.topics.domains``): the topic's own domain stays — 「景点的电话是多少」
+       is still about the sight; a domain the message also names (``named``: a word the examples tie to that
+       domain) is a switch ("I need a taxi from the hotel" leaves the hotel), or a return when a frozen topic had
+       it (``frozen_domains``); a domain it does not name ("what is the postcode?" names no matter of its own)
+       widens a topic it is close to;
+    3. without that evidence, a message that points back at what was said (:func:`points_back`) or answers the
+       agent's question (``after_question``) stays;
+    4. a message further than the model's threshold (``similarity`` to the topic's vectors) is only a *maybe*:
+       distance alone never resets; a second message on the new matter confirms it (:func:`confirms_switch`,
+       applied by ``memory.topics.freeze``).
+    """
+    if is_brief(text):
+        return Verdict("stay", "brief follow-up")
+    threshold = SHIFT_THRESHOLDS.get(model)
+    far = similarity is not None and threshold is not None and similarity < threshold
+    if domain and domain in topic_domains:
+        return Verdict("stay", f"same domain {domain!r}")
+    if domain and topic_domains and domain in frozen_domains and domain in named:
+        return Verdict("return", f"back to a frozen topic's domain {domain!r}")
+    if domain and topic_domains and domain in named:
+        return Verdict("switch", f"domain {'/'.join(topic_domains)!r} → {domain!r}, named")
+    if domain and not topic_domains and topic_likely and domain not in topic_likely and domain in named and far:
+        return Verdict("switch", f"likely domain {'/'.join(topic_likely)!r} → {domain!r}, named and far")
+    if domain and not far:
+        return Verdict("stay", f"the topic widens to {domain!r}")
+    if points_back(text):
+        return Verdict("stay", "points back at what was said")
+    if after_question:
+        return Verdict("stay", "answers the agent's question")
+    if not far:
+        return Verdict("stay", "close to the topic" if similarity is not None else "no vector")
+    return Verdict("maybe", f"similarity {similarity:.2f} < {threshold:.2f}, domain {domain or 'unknown'!r}")
+
+
+def confirms_switch(
+    *,
+    domain: str | None,
+    pending_domain: str | None,
+    topic_domains: Sequence[str],
+    similarity_old: float | None,
+    similarity_pending: float | None,
+    model: str,
+) -> bool:
+    """Whether a message after a *maybe* confirms the switch: it is on the pending message's matter and not on
+    the old topic's — its domain is the pending one's (and not the topic's), or, without domains, it is far from
+    the topic and closer to the pending message than to the topic."""
+    if domain and domain in topic_domains:
+        return False
+    if domain and pending_domain:
+        return domain == pending_domain
+    threshold = SHIFT_THRESHOLDS.get(model)
+    if similarity_old is None or similarity_pending is None or threshold is None:
+        return False
+    return similarity_old < threshold and similarity_pending > max(similarity_old, CONFIRM_SIMILARITY)
+
+
+def new_topic_of(text: str) -> str:
+    """The topic a message opens: the message without its lead-in, compressed."""
+    return _topic(text.strip())

@@ -13,16 +13,21 @@ Storage, two parts:
 * **The record**, ``ChatSession.topic_state`` (JSON)::
 
       {"model": "<embedding model>", "vectors": ["<first message>", "<latest message>"],
-       "frozen": [{"id": "3f2a9c1e", "topic": "账单", "model": "…", "vectors": ["…", "…"],
-                   "frozen_at": "2026-…", "memories": 3, "tool_context": {…} | null}]}
+       "domains": ["billing"], "likely": ["billing"],
+       "pending": {"vector": "…", "text": "…", "domain": "network" | null, "reason": "…"},
+       "frozen": [{"id": "3f2a9c1e", "topic": "账单", "model": "…", "vectors": ["…", "…"], "domains": […],
+                   "likely": […], "frozen_at": "2026-…", "memories": 3, "tool_context": {…} | null}]}
 
-  ``vectors`` are the current topic's (unit vectors of its first and latest user message, for the intent-shift
-  check, each packed as base64 float16 by ``memory.topics.detect.pack_vector``; records with lists of numbers, written
-  before, are read too); ``frozen`` the topics left, newest last, at most ``MAX_FROZEN``. ``tool_context`` is the
+  ``vectors`` are the current topic's (unit vectors of its first and latest user message, for the distance check,
+  each packed as base64 float16 by ``memory.topics.detect.pack_vector``; records with lists of numbers, written
+  before, are read too); ``domains`` the domains its messages were found to be about (``memory.topics.domains``) and
+  ``likely`` each vote's winner even when too weak to count; ``pending`` a message far from the topic with no domain
+  evidence, waiting for the next message to confirm the switch (absent otherwise); ``frozen`` the topics left,
+  newest last, at most ``MAX_FROZEN``. ``tool_context`` is the
   execution context's tool call at the moment of the switch, handed in by the chat runtime
   (:func:`attach_tool_context`): memory never imports chat.
 
-One user message costs one embedding (none for an acknowledgement or a follow-up) and one UPDATE of the record.
+One user message costs one embedding (none for a brief follow-up) and one UPDATE of the record.
 A chat turn runs under the session's lock, so two messages of one session never race on the record.
 """
 
@@ -44,14 +49,18 @@ from memory.store.audit import Kind, record_event, snapshot
 from memory.topics.detect import (
     RETURN_THRESHOLD,
     TopicSwitch,
-    detect_intent_shift,
+    asks_a_question,
+    confirms_switch,
     detect_topic_return,
     detect_topic_switch,
+    judge_message,
     model_reads,
+    new_topic_of,
     pack_vector,
     shift_applies,
     topic_similarity,
 )
+from memory.topics.domains import classify, named_domains
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
 
@@ -90,15 +99,27 @@ def _pick_frozen(
 
 
 @require_session_id
-def observe_user_message(tenant: Tenant, session: ChatSession, text: str) -> TopicSwitch | None:
+def observe_user_message(
+    tenant: Tenant, session: ChatSession, text: str, *, previous_text: str = ""
+) -> TopicSwitch | None:
     """Decide whether the user's message ``text`` switches topic, returns to a frozen one, or stays; apply it
-    (freeze, thaw, the record, ``context_reset_pending``) and return the switch, ``None`` when it stays."""
+    (freeze, thaw, the record, ``context_reset_pending``) and return the switch, ``None`` when it stays.
+    ``previous_text`` is the agent's message before it (an answer to its question stays on the topic).
+
+    Evidence, strongest first (``memory.topics.detect``): an explicit switch or return; a message whose domain
+    differs from the topic's (``memory.topics.domains``); and, without domain evidence, distance from the topic,
+    which only marks the message as a possible switch (``pending``) — the next message confirms it or clears it."""
     state = dict(session.topic_state or {})
     model = embeddings.model_for(tenant, MemoryType.SESSION_STATE)
     current = state.get("vectors") if state.get("model") == model else None
+    topic_domains = list(state.get("domains") or []) if current else []
+    topic_likely = list(state.get("likely") or []) if current else []
+    pending = state.pop("pending", None) if current else None
     # A topic's first message is embedded even when short; later, a follow-up costs no embedding.
     embed = model_reads(text, model) and (not current or shift_applies(text, model))
     vector = embeddings.embed_one(text, model=model, kind="query") if embed else None
+    guess = classify(vector, model) if vector is not None else None
+    domain, likely = (guess.domain, guess.likely) if guess else (None, None)
     frozen = _frozen_topics(session)
     switch = detect_topic_switch(text, previous_topic=session.topic or None)
     named = detect_topic_return(text)
@@ -106,20 +127,58 @@ def observe_user_message(tenant: Tenant, session: ChatSession, text: str) -> Top
         record, _ = _pick_frozen(frozen, named, vector, model)
         if record is not None:
             switch = TopicSwitch(record.get("topic", ""), f"return to {record.get('topic')!r}", "return", record["id"])
+    vectors = [pack_vector(vector)] if vector is not None else []
     if switch is None and vector is not None and current:
-        switch = detect_intent_shift(text, vector, current, model=model, previous_topic=session.topic or None)
-        if switch is not None and frozen:
-            record, similarity = _pick_frozen(frozen, None, vector, model)
-            if record is not None and similarity >= RETURN_THRESHOLD:
-                note = f"return to {record.get('topic')!r}: similarity {similarity:.2f}"
+        similarity = topic_similarity(vector, current)
+        if pending and confirms_switch(
+            domain=domain, pending_domain=pending.get("domain"), topic_domains=topic_domains,
+            similarity_old=similarity, similarity_pending=topic_similarity(vector, [pending["vector"]]), model=model,
+        ):  # fmt: skip
+            switch = TopicSwitch(
+                new_topic_of(str(pending.get("text") or text)),
+                f"confirmed by a second message: {pending.get('reason', '')}",
+                kind="shift",
+            )
+            vectors = [pending["vector"], *vectors]
+            domain = domain or pending.get("domain")
+        else:
+            verdict = judge_message(
+                text, similarity=similarity, model=model, domain=domain, topic_domains=topic_domains,
+                named=sorted(named_domains(text)), frozen_domains=[d for r in frozen for d in r.get("domains") or []],
+                topic_likely=topic_likely, after_question=asks_a_question(previous_text),
+            )  # fmt: skip
+            was = f" from {session.topic!r}" if session.topic else ""
+            if verdict.outcome == "return":  # the newest frozen topic of that domain
+                record = next(r for r in reversed(frozen) if domain in (r.get("domains") or []))
+                switch = TopicSwitch(record.get("topic", ""), verdict.reason, "return", record["id"])
+            elif verdict.outcome == "switch":
+                switch = TopicSwitch(new_topic_of(text), f"intent shift{was}: {verdict.reason}", kind="shift")
+            elif verdict.outcome == "maybe":  # distance alone: wait for a second message before freezing anything
+                mark = {"vector": pack_vector(vector), "text": text[:200], "domain": domain, "reason": verdict.reason}
+                _save_state(tenant, session, {**state, "pending": mark})
+                return None
+        if switch is not None and switch.kind != "return" and frozen:
+            record, closeness = _pick_frozen(frozen, None, vector, model)
+            if record is not None and closeness >= RETURN_THRESHOLD:
+                note = f"return to {record.get('topic')!r}: similarity {closeness:.2f}"
                 switch = TopicSwitch(record.get("topic", ""), note, "return", record["id"])
     if switch is None:
         if vector is not None:  # the topic's first message stays; its latest follows the conversation
             first = current[0] if current else pack_vector(vector)
-            _save_state(tenant, session, {**state, "model": model, "vectors": [first, pack_vector(vector)]})
+            domains = [*topic_domains, domain] if domain and domain not in topic_domains else topic_domains
+            likelies = [*topic_likely, likely] if likely and likely not in topic_likely else topic_likely
+            vectors = [first, pack_vector(vector)]
+            _save_state(
+                tenant, session, {**state, "model": model, "vectors": vectors, "domains": domains, "likely": likelies}
+            )
+        elif pending:
+            _save_state(tenant, session, state)  # the possible switch was not confirmed
         return None
-    vectors = [pack_vector(vector)] if vector is not None and switch.new_topic else []
-    return do_topic_switch(tenant, session, switch, model=model, vectors=vectors)
+    vectors = vectors if switch.new_topic else []
+    opened = {"domains": [domain] if domain else [], "likely": [likely] if likely else []}
+    return do_topic_switch(
+        tenant, session, switch, model=model, vectors=vectors, **({} if switch.kind == "return" else opened)
+    )
 
 
 def _save_state(tenant: Tenant, session: ChatSession, state: dict[str, Any], **fields: Any) -> None:
@@ -132,7 +191,14 @@ def _save_state(tenant: Tenant, session: ChatSession, state: dict[str, Any], **f
 
 @require_session_id
 def do_topic_switch(
-    tenant: Tenant, session: ChatSession, switch: TopicSwitch, *, model: str = "", vectors: list | None = None
+    tenant: Tenant,
+    session: ChatSession,
+    switch: TopicSwitch,
+    *,
+    model: str = "",
+    vectors: list | None = None,
+    domains: list[str] | None = None,
+    likely: list[str] | None = None,
 ) -> TopicSwitch:
     """Freeze the current topic (its live ``session_state`` memories and its record), thaw the frozen topic a
     return names, set the new topic and mark the session so the next prompt carries ``<|context_reset|>``.
@@ -163,12 +229,15 @@ def do_topic_switch(
         if live or state.get("vectors") or session.topic:
             record = {
                 "id": frozen_id, "topic": session.topic, "model": state.get("model", model),
-                "vectors": state.get("vectors") or [], "frozen_at": now.isoformat(), "memories": len(live),
-                "tool_context": None,
+                "vectors": state.get("vectors") or [], "domains": state.get("domains") or [],
+                "likely": state.get("likely") or [],
+                "frozen_at": now.isoformat(), "memories": len(live), "tool_context": None,
             }  # fmt: skip
             frozen = [*frozen, record][-MAX_FROZEN:]
         new_state = {"model": model or state.get("model", ""), "frozen": frozen}
         new_state["vectors"] = (returning or {}).get("vectors") or vectors or []
+        new_state["domains"] = (returning or {}).get("domains") or domains or []
+        new_state["likely"] = (returning or {}).get("likely") or likely or []
         if returning is not None:
             new_state["model"] = returning.get("model", new_state["model"])
         _save_state(tenant, session, new_state, context_reset_pending=True, topic=switch.new_topic[:200])
