@@ -89,6 +89,8 @@ INSTALLED_APPS = [
     "tenants",
     "conversations",
     "memory",
+    # The tenant's articles, their versions and validity, knowledge search (docs/knowledge.md).
+    "knowledge",
     "chat",
     # Staff sign-in: single sign-on (OpenID Connect) and invitations; above tenants (docs/architecture.md).
     "staff_auth",
@@ -423,6 +425,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
     "memories": envrate("THROTTLE_MEMORIES", "600/min"),
     "recall": envrate("THROTTLE_RECALL", "600/min"),
     "imports": envrate("THROTTLE_IMPORTS", "1200/min"),
+    "knowledge": envrate("THROTTLE_KNOWLEDGE", "600/min"),
 }
 # With Redis, every worker process shares one count per API key; without it each process counts in its own
 # memory (Django's default local-memory cache). Short socket timeouts: a throttle lets requests through when

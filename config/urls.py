@@ -9,6 +9,7 @@ from chat.handoff import SessionHandoffView, SessionRatingView, SessionReleaseVi
 from chat.imports import ConversationImportDetailView, ConversationImportView
 from chat.privacy import EndUserDetailView, EndUserExportView
 from config import ops
+from knowledge import views as knowledge_views
 from memory import views as memory_views
 from memory.end_user import MeMemoriesView, MeMemoryCorrectView, MeMemoryForgetView
 from tenants.throttles import SessionCreateThrottle
@@ -48,6 +49,16 @@ api_v1 = [
         name="end-user-conversation",
     ),
     path("end-users/<str:end_user_id>", EndUserDetailView.as_view(), name="end-user-detail"),
+    # The tenant's articles, their versions and knowledge search (API.md "Knowledge"; docs/knowledge.md).
+    path("knowledge/articles", knowledge_views.ArticleListView.as_view(), name="knowledge-articles"),
+    path("knowledge/articles/<str:article_id>", knowledge_views.ArticleDetailView.as_view(), name="knowledge-article"),
+    path(
+        "knowledge/articles/<str:article_id>/retire",
+        knowledge_views.ArticleRetireView.as_view(),
+        name="knowledge-article-retire",
+    ),
+    path("knowledge/search", knowledge_views.KnowledgeSearchView.as_view(), name="knowledge-search"),
+    path("knowledge/import", knowledge_views.KnowledgeImportView.as_view(), name="knowledge-import"),
 ]
 
 urlpatterns = [

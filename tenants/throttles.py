@@ -80,3 +80,9 @@ class RecallThrottle(ApiKeyRateThrottle):
     """``POST /api/v1/memories/recall`` (an embedding and a vector search each)."""
 
     scope = "recall"
+
+
+class KnowledgeThrottle(ApiKeyRateThrottle):
+    """``/api/v1/knowledge/…``, every method: articles, their versions, search (an embedding each) and imports."""
+
+    scope = "knowledge"

@@ -11,6 +11,6 @@
 - ``e5`` — multilingual-e5-small, 4-bit, with its query and passage prefixes.
 """
 
-from memory.embeddings.models import DEFAULT_MODEL, LANGUAGE_DEFAULTS, embed_one
+from memory.embeddings.models import DEFAULT_MODEL, LANGUAGE_DEFAULTS, embed, embed_one, model_for
 
-__all__ = ["DEFAULT_MODEL", "LANGUAGE_DEFAULTS", "embed_one"]
+__all__ = ["DEFAULT_MODEL", "LANGUAGE_DEFAULTS", "embed", "embed_one", "model_for"]

@@ -11,7 +11,17 @@ or a test runs them without settings.
 """
 
 from memory.text.compression import clean, compress, compress_tool_result, entities, is_filler
-from memory.text.language import CJK_RE, Language, cut, detect_language
+from memory.text.language import (
+    CJK_RE,
+    TS_CONFIG,
+    Language,
+    cut,
+    detect_language,
+    document_text,
+    language_of,
+    query_terms,
+    segment,
+)
 from memory.text.masking import MASK_CHAR, mask_obj, mask_text, masked_pairs, unmask_obj
 from memory.text.mood import detect_mood
 from memory.text.phones import find_phones
@@ -22,19 +32,24 @@ __all__ = [
     "Language",
     "MASK_CHAR",
     "PLACEHOLDER_RE",
+    "TS_CONFIG",
     "clean",
     "compress",
     "compress_tool_result",
     "cut",
     "detect_language",
     "detect_mood",
+    "document_text",
     "entities",
     "find_phones",
     "is_filler",
+    "language_of",
     "mask_obj",
     "mask_text",
     "masked_pairs",
+    "query_terms",
     "redact",
     "redact_obj",
+    "segment",
     "unmask_obj",
 ]

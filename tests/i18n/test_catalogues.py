@@ -16,7 +16,7 @@ from django.utils.translation.template import templatize
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALE = ROOT / "locale"
-APPS = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
+APPS = ("config", "tenants", "conversations", "memory", "knowledge", "chat", "staff_auth")
 #: The end user's chat page and widget carry their own Chinese and English (chat.js), not the catalogues'.
 END_USER_PAGES = {"templates/chat/page.html", "templates/chat/widget.js"}
 #: Django's own keywords (django.core.management.commands.makemessages), besides xgettext's gettext, _, ngettext.

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.conf import settings
 
 REPO = Path(__file__).resolve().parents[2]
-PRODUCT_PACKAGES = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
+PRODUCT_PACKAGES = ("config", "tenants", "conversations", "memory", "knowledge", "chat", "staff_auth")
 _READ = re.compile(r"\bsettings\.([A-Z][A-Z0-9_]*)\b")
 _GETATTR = re.compile(r"getattr\(\s*settings\s*,")
 

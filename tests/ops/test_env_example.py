@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PRODUCT_PACKAGES = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
+PRODUCT_PACKAGES = ("config", "tenants", "conversations", "memory", "knowledge", "chat", "staff_auth")
 SHELL_FILES = ("platform/docker-entrypoint.sh", "platform/Dockerfile")
 
 _NAME = r"\s*[\"']([A-Z][A-Z0-9_]*)[\"']"

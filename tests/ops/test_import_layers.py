@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
+PACKAGES = ("config", "tenants", "conversations", "memory", "knowledge", "chat", "staff_auth")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

@@ -11,7 +11,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("config", "tenants", "conversations", "memory", "chat", "staff_auth")
+PRODUCT = ("config", "tenants", "conversations", "memory", "knowledge", "chat", "staff_auth")
 REQUIREMENTS = ("requirements.txt", "requirements-nodeps.txt")
 
 
