@@ -17,6 +17,7 @@ from memory.store import audit, indexing
 from memory.store import read as fetch
 from memory.store import write as store
 from memory.store.write import MemoryItem
+from memory.topics import warm_up_domains
 from tenants.rls import tenant_scope
 from tests.factories import open_session_obj
 from tests.memory.conftest import race
@@ -264,7 +265,10 @@ def test_an_empty_batch_writes_nothing(acme, acme_session):
 
 
 def test_extraction_stores_a_messages_facts_with_one_embedding_call(acme, acme_session, embed_calls):
-    # given a message with three facts
+    # given the topic model's examples embedded, as a worker's warm-up does once per process
+    warm_up_domains(embeddings.model_for(acme.tenant, "session_state"))
+    embed_calls.clear()
+    # and a message with three facts
     with tenant_scope(acme.tenant):
         message = Message.objects.for_tenant(acme.tenant).create(
             tenant=acme.tenant,
