@@ -76,6 +76,10 @@ class MemoryUnit(TenantOwned):
     #: indexed at a lower weight than its own text: "What did you paint?" / "A sunset over the lake" — the
     #: answer's memory is found by "paint" (docs/memory.md, measured on LoCoMo in bench/RESULTS.md).
     search_context = models.TextField(blank=True, default="", db_default="")
+    #: Segmented words of the turns around a conversation unit beyond its own message and the one it answers
+    #: (the exchanges before them in the session: the route, venue or day a booking reference was for),
+    #: indexed at a third level, for finding only (docs/memory.md, "Found by what it was about").
+    search_around = models.TextField(blank=True, default="", db_default="")
     search_vector = SearchVectorField(null=True)
 
     class Meta(TenantOwned.Meta):

@@ -53,6 +53,10 @@ Datasets (``--dataset``):
   exactly which. A user turn is a user message; an assistant turn is the fake model's reply to the user turn
   just before it. A user turn with no assistant turn after it is answered "好的。"; an assistant turn with no
   user turn before it is sent after a filler user message "你好。" (both counted in the output).
+- ``multiwoz``, ``crosswoz`` — fact questions from the clerk's turns of public service dialogues (MultiWOZ 2.1,
+  English; CrossWOZ, Chinese): ``--customers`` pseudo customers of five dialogues each, one chat session per
+  dialogue, from the ``--half`` (``fit`` or ``report``) of the dialogues; ``bench/quality/woz_facts.py`` builds
+  them and says how. The kind of each question is the slot it asks for (``ref``, ``train id``, ``taxi car``…).
 - ``scale`` — one end user with ``--turns`` turns (default 5,000) and one with 50, in one tenant, of synthetic
   Chinese and English customer-service chat generated from ``--seed`` by ``bench/synthetic.py`` (orders, products,
   amounts, dates, addresses, phone numbers, tracking numbers, tickets), 20 turns a session; then ``--queries`` distinct
@@ -66,6 +70,7 @@ Usage (from the repository root; a benchmark is not a test: one at a time, ``nic
     nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset locomo                 # all 10: 5,882 turns
     nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset zh_cs
     nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset scale --turns 5000
+    nice -n 10 .venv/bin/python bench/quality/chat_memory.py --dataset multiwoz --half fit --customers 40
 
 Prints a Markdown table and writes ``bench/out/chat_memory_<dataset>.json`` (``--out`` to name it otherwise).
 The database ``memdesk_bench_chat_memory_<output name>`` is dropped and created afresh each run (so two runs
@@ -893,7 +898,7 @@ def _record_ingest(
 def _ingest_args(args: argparse.Namespace) -> dict[str, Any]:
     """The arguments that decide what was ingested: a reused ingest must have been made with the same."""
     names = ("dataset", "conversations", "max_turns", "locomo_turns", "data", "turns", "small_turns", "queries",
-             "seed", "tenant_settings", "fake_uses_memory", "via")  # fmt: skip
+             "seed", "tenant_settings", "fake_uses_memory", "via", "half", "customers")  # fmt: skip
     return {name: str(getattr(args, name)) for name in names}
 
 
@@ -955,7 +960,12 @@ def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=("locomo", "zh_cs", "scale"), required=True)
+    parser.add_argument("--dataset", choices=("locomo", "zh_cs", "scale", "multiwoz", "crosswoz"), required=True)
+    parser.add_argument(
+        "--half", choices=("fit", "report"), default="fit",
+        help="multiwoz/crosswoz: the half of the dialogues (bench/quality/woz_facts.py); rules are fitted on fit",
+    )  # fmt: skip
+    parser.add_argument("--customers", type=int, default=40, help="multiwoz/crosswoz: pseudo customers of 5 dialogues")
     parser.add_argument("--conversations", help="locomo: conversation indexes, e.g. 0,1 (default all 10)")
     parser.add_argument("--max-turns", type=int, default=0, help="locomo/zh_cs: first N turns of each dialogue")
     parser.add_argument(
@@ -1004,6 +1014,10 @@ def main() -> None:
         if not args.data.exists():
             raise SystemExit(f"{args.data} does not exist (--data names another file)")
         dataset = load_zh_cs(args.data, max_turns)
+    elif args.dataset in ("multiwoz", "crosswoz"):
+        import woz_facts
+
+        dataset = woz_facts.load_woz(args.dataset, args.half, args.customers)
     else:
         dataset = build_scale(args.turns, args.small_turns, args.queries, args.seed)
     n_turns = sum(len(d.turns()) for d in dataset.dialogues)

@@ -68,7 +68,14 @@ FEEDBACK_KINDS = {
     MemoryEvent.Kind.CONFIRM: "confirmed",
 }
 #: Columns that are derived from a memory's text (search and embedding): not the person's data, and large.
-_DERIVED_MEMORY_FIELDS = ("embedding", "embedding_model", "search_text", "search_context", "search_vector")
+_DERIVED_MEMORY_FIELDS = (
+    "embedding",
+    "embedding_model",
+    "search_text",
+    "search_context",
+    "search_around",
+    "search_vector",
+)
 
 
 class EndUserNotFound(NotFound):

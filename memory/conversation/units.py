@@ -13,8 +13,10 @@ So after each turn, every user message and every reply is also stored as **conve
   month);
 * keyed by a hash of its text: the same sentence said again refreshes the unit (one live row per distinct
   text and end user) instead of storing a copy;
-* linked to its source message and role, embedded and indexed like any memory, with the message before it
-  as lexical context (``memory.store.indexing.context_text``);
+* linked to its source message and role, embedded and indexed like any memory, with lexical context: its own
+  message and the one before it (the request it answers), and, a level lower, the turns before those
+  (``AROUND_MESSAGES``: the route, the venue or the day a booking reference was for) — for finding only,
+  never part of its content (``memory.store.indexing``);
 * ``data["facts"]`` holds the current-state facts (``STATEFUL_KEYS``) the unit states, so recall can tell
   a unit that states a superseded or expired value (the old address) from one that is still true.
 
@@ -140,6 +142,11 @@ def asks_about(query: str, key: str, *, about_now: bool = True) -> bool:
     topic = KEY_TOPICS.get(key)
     return bool(topic and topic.search(query)) and (about_now or key not in EVENT_KEYS)
 
+
+#: A unit's wider context (``search_around``): the messages before the one its message answers, at most this
+#: many (two exchanges). The reference of 「Booking was successful, reference number is I4012ZAZ」 is for the
+#: train the customer named two or three turns earlier, not in the "yes, book it" just before it.
+AROUND_MESSAGES = 4
 
 #: Messages younger than this are left to the turn that is writing them (``index_pending``).
 SETTLE = timedelta(seconds=60)
@@ -308,14 +315,42 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
 INDEXED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.STAFF)
 
 
+#: The texts of the messages before a message in its session (tool results aside), newest first: its units'
+#: lexical context. The one definition, read with the messages by the writer and on its own by
+#: :func:`index_messages`.
+_BEFORE = f"""
+    SELECT p.text FROM chat_message p
+    WHERE p.tenant_id = m.tenant_id AND p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'tool'
+    ORDER BY p.seq DESC LIMIT {AROUND_MESSAGES + 1}
+"""  # noqa: S608 - our own constants, no input
+_HISTORY_SQL = f"SELECT ARRAY({_BEFORE}) FROM chat_message m WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s"  # noqa: S608
+
+
+def _history(tenant: Tenant, message: Message, previous_text: str) -> list[str]:
+    """The texts before ``message`` in its session, newest first (``previous_text`` when none are stored: a
+    caller's message that is not)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_HISTORY_SQL, {"tenant": tenant.pk, "id": message.pk})
+        row = cursor.fetchone()
+    texts = list(row[0]) if row and row[0] else []
+    return texts or ([previous_text] if previous_text else [])
+
+
 @require_session_id
 def index_messages(
-    tenant: Tenant, session: ChatSession, messages: Sequence[Message], *, previous_text: str = ""
+    tenant: Tenant,
+    session: ChatSession,
+    messages: Sequence[Message],
+    *,
+    previous_text: str = "",
+    history: Sequence[str] | None = None,
 ) -> int:
     """Write the conversation units of ``messages`` (of ``session``, in order) and mark each message
     indexed, in one transaction: either a message has all its units and its mark, or neither. Messages
-    already marked are skipped, so calling it twice writes nothing twice. ``previous_text`` is the message
-    before the first one (lexical context of its units). Returns how many units were written or refreshed."""
+    already marked are skipped, so calling it twice writes nothing twice. The messages before the first one
+    (lexical context of its units) are read from the session unless ``history`` gives them (newest first, as
+    ``texts_before`` reads them); ``previous_text``, the message before it, stands in when none is stored.
+    Returns how many units were written or refreshed."""
     ttl = retention_seconds(tenant)
     # A staff message's caller indexes it; the sweep (``index_pending``) reads user and assistant messages only.
     ids = [m.pk for m in messages if m.role in INDEXED_ROLES]
@@ -327,21 +362,27 @@ def index_messages(
             # Memory is off for this end user (memory.store.consent): the messages are marked with no units, so
             # what was said meanwhile is not remembered later either (nor retried by the sweep).
             return 0
-        items = _unit_items(messages, pending, previous_text, ttl)
+        if history is None:
+            history = _history(tenant, messages[0], previous_text) if messages else []
+        items = _unit_items(messages, pending, history, ttl)
         # One batch for the turn: one embedding call and one INSERT for both messages' units.
         return len(store.write_memories(tenant, session, items)) if items else 0
 
 
-def _unit_items(messages: Sequence[Message], pending: set[Any], previous_text: str, ttl: int) -> list[store.MemoryItem]:
+def _unit_items(
+    messages: Sequence[Message], pending: set[Any], history: Sequence[str], ttl: int
+) -> list[store.MemoryItem]:
     """The conversation units of ``messages`` (of one session, in order) that are in ``pending``, as items for
-    ``store.write_memories``, each with its own source message, role, context and actor. ``previous_text``
-    is the message before the first one."""
+    ``store.write_memories``, each with its own source message, role, context and actor. ``history`` is the
+    texts before the first message, newest first. A unit's context is its message and the one before it
+    (the request it answers); the ``AROUND_MESSAGES`` before those are the turns around it."""
     items: list[store.MemoryItem] = []
-    before = previous_text
+    before = list(history)
     for message in messages:
         if message.pk in pending:
             actor = audit.END_USER if message.role == Message.Role.USER else audit.SYSTEM
-            context = f"{before}\n{message.text}"
+            context = f"{before[0] if before else ''}\n{message.text}"
+            around = "\n".join(before[1 : AROUND_MESSAGES + 1])
             items += [
                 store.MemoryItem(
                     type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
@@ -350,12 +391,12 @@ def _unit_items(messages: Sequence[Message], pending: set[Any], previous_text: s
                         **({"question": True} if u.question else {}),
                         **({"update": True} if u.update else {}),
                     },
-                    source_message=message, source_role=message.role, context=context, actor=actor,
+                    source_message=message, source_role=message.role, context=context, around=around, actor=actor,
                     said_at=store.said_at_of(message),
                 )
                 for u in message_units(message.text, message.role, message.created_at)
             ]  # fmt: skip
-        before = message.text
+        before.insert(0, message.text)
     return items
 
 
@@ -371,7 +412,7 @@ def index_pending(tenant: Tenant, *, settle: timedelta = SETTLE, limit: int = 50
 
 
 def _index_by_session(tenant: Tenant, rows: Sequence[Message]) -> int:
-    """Index ``rows`` (read with ``text_before``, in session and ``seq`` order), each session's in a
+    """Index ``rows`` (read with ``texts_before``, in session and ``seq`` order), each session's in a
     transaction of its own. Returns how many messages were indexed; one session's failure is logged and
     leaves its messages unmarked for the sweep, the others are written."""
     done = 0
@@ -380,7 +421,7 @@ def _index_by_session(tenant: Tenant, rows: Sequence[Message]) -> int:
         by_session.setdefault(message.session_id, []).append(message)
     for batch in by_session.values():
         try:
-            index_messages(tenant, batch[0].session, batch, previous_text=batch[0].text_before or "")
+            index_messages(tenant, batch[0].session, batch, history=batch[0].texts_before or [])
         except Exception:  # one session's failure must not stop the others; the next sweep retries it
             logger.exception("indexing %d message(s) of session %s failed", len(batch), batch[0].session_id)
             continue
@@ -410,14 +451,10 @@ def index_turns(tenant: Tenant, turns: Sequence[tuple[Any, Sequence[Any]]]) -> i
     return _index_by_session(tenant, rows)
 
 
-#: The text of the message before ``m`` in its session (tool results aside), its units' lexical context, read
-#: with the messages: the one definition of it. The reads are SQL, not querysets — the writer reads messages
-#: for every batch, and compiling a queryset cost more than the rest of the read.
-_TEXT_BEFORE = """(
-    SELECT p.text FROM chat_message p
-    WHERE p.tenant_id = m.tenant_id AND p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'tool'
-    ORDER BY p.seq DESC LIMIT 1
-) AS text_before"""
+#: The texts before ``m`` in its session (``_BEFORE``), its units' lexical context, read with the messages. The
+#: reads are SQL, not querysets — the writer reads messages for every batch, and compiling a queryset cost
+#: more than the rest of the read.
+_TEXT_BEFORE = f"ARRAY({_BEFORE}) AS texts_before"
 #: The named messages not yet indexed, in session and ``seq`` order.
 _ANNOUNCED_SQL = f"""
 SELECT m.*, {_TEXT_BEFORE}
@@ -438,7 +475,7 @@ _SESSIONS_SQL = "SELECT * FROM chat_chatsession WHERE tenant_id = %(tenant)s AND
 
 
 def _announced_messages(tenant: Tenant, wanted: set[tuple[str, str]]) -> list[Message]:
-    """The messages of ``wanted`` (``(session_id, message_id)``) not yet indexed, with ``text_before`` and
+    """The messages of ``wanted`` (``(session_id, message_id)``) not yet indexed, with ``texts_before`` and
     their session, in session and ``seq`` order. Call inside the tenant's scope."""
     ids = sorted({parsed for _, m in wanted if (parsed := _uuid(m)) is not None})
     rows = load_models(Message, _ANNOUNCED_SQL, {"tenant": tenant.pk, "ids": ids})
@@ -478,7 +515,7 @@ def _write_turns(tenant: Tenant, wanted: set[tuple[str, str]]) -> int:
             session = messages[0].session
             if not memory_enabled_for_session(tenant, session):  # marked with no units, as index_messages does
                 continue
-            items = _unit_items(messages, pending, messages[0].text_before or "", ttl)
+            items = _unit_items(messages, pending, messages[0].texts_before or [], ttl)
             if items:
                 writes.append((session, items))
         embedded = _embedded(tenant, [item for _, items in writes for item in items])

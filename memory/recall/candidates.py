@@ -90,10 +90,11 @@ _NO_LEX = "lex AS (SELECT NULL::uuid AS id, 0.0 AS coverage, NULL::bigint AS rnk
 #: with the term (plus the older rows a rare term found), the average length its rows'. For an end user whose
 #: whole history fits in the window (up to 2,000 rows) that is the exact BM25 of the scope. So a name in
 #: every memory weighs almost nothing and a rare word a lot — ``ts_rank_cd`` has no idf and ranked them
-#: alike. Term frequency is binary (memories are at most 150 characters) with two levels: a term in the
+#: alike. Term frequency is binary (memories are at most 150 characters) with three levels: a term in the
 #: memory's own text (``search_vector`` lexemes of the default weight D) counts ``OWN_TF``, a term only in its
-#: conversational context (the message before the source message, weight C — ``memory.store.indexing.CONTEXT_WEIGHT``)
-#: counts ``CONTEXT_TF``. Length normalisation uses the number of distinct lexemes. ``coverage`` (the share
+#: conversational context (its message and the one before, weight C — ``memory.store.indexing.CONTEXT_WEIGHT``)
+#: counts ``context_tf``, a term only in the turns around a conversation unit (weight B, ``AROUND_WEIGHT``)
+#: ``around_tf`` (``MEMDESK_RECALL``). Length normalisation uses the number of distinct lexemes. ``coverage`` (the share
 #: of query terms in the memory's own text) feeds the confidence behind ``needs_confirmation``; a match only
 #: in the context never raises it.
 _LEX_SQL = """tq0 AS MATERIALIZED (SELECT {queries}),
@@ -105,7 +106,8 @@ wstats AS MATERIALIZED (
 ),
 whits AS MATERIALIZED (
     SELECT id, len, {levels} FROM (
-        SELECT s.id, length(s.search_vector) AS len, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own
+        SELECT s.id, length(s.search_vector) AS len, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
+               ts_filter(s.search_vector, '{{c}}') AS ctx
         FROM scoped s CROSS JOIN tq WHERE s.search_vector @@ tq.q_any
     ) h CROSS JOIN tq
 ),
@@ -116,7 +118,8 @@ rare AS MATERIALIZED (
 ),
 ohits AS MATERIALIZED (
     SELECT id, len, {levels} FROM (
-        SELECT m.id, length(m.search_vector) AS len, m.search_vector AS sv, ts_filter(m.search_vector, '{{d}}') AS own
+        SELECT m.id, length(m.search_vector) AS len, m.search_vector AS sv, ts_filter(m.search_vector, '{{d}}') AS own,
+               ts_filter(m.search_vector, '{{c}}') AS ctx
         FROM memory_memoryunit m
         WHERE {scope} AND m.created_at < (SELECT oldest FROM rare)
           AND m.search_vector @@ (SELECT q_rare FROM rare WHERE full_window AND numnode(q_rare) > 0)
@@ -137,8 +140,9 @@ lex AS (
     LIMIT %(n)s
 )"""
 
+#: BM25's term frequency of a term in the memory's own text; one only in its context or in the turns around it
+#: counts ``MEMDESK_RECALL["context_tf"]`` or ``["around_tf"]``.
 OWN_TF = 2.0
-CONTEXT_TF = 1.0
 
 
 def _distance_sql(n_models: int) -> str:
@@ -156,11 +160,16 @@ def _lex_sql(n_terms: int) -> str:
     terms = range(n_terms)
     idf = [f"ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5))" for i in terms]
     saturation = "(%(k1)s + 1) * {tf} / ({tf} + m.norm)"
-    # each term matched once per row: 2 = in the memory's own text, 1 = only in its context, 0 = absent
-    levels = ", ".join(f"(CASE WHEN own @@ tq.q{i} THEN 2 WHEN sv @@ tq.q{i} THEN 1 ELSE 0 END) AS h{i}" for i in terms)
+    # each term matched once per row: 2 = in the memory's own text, 1 = only in its context, 3 = only in the
+    # turns around it, 0 = absent
+    levels = ", ".join(
+        f"(CASE WHEN own @@ tq.q{i} THEN 2 WHEN ctx @@ tq.q{i} THEN 1 WHEN sv @@ tq.q{i} THEN 3 ELSE 0 END) AS h{i}"
+        for i in terms
+    )
     score = " + ".join(
         f"(CASE m.h{i} WHEN 2 THEN {idf[i]} * {saturation.format(tf=OWN_TF)}"
-        f" WHEN 1 THEN {idf[i]} * {saturation.format(tf=CONTEXT_TF)} ELSE 0 END)"
+        f" WHEN 1 THEN {idf[i]} * {saturation.format(tf='%(context_tf)s')}"
+        f" WHEN 3 THEN {idf[i]} * {saturation.format(tf='%(around_tf)s')} ELSE 0 END)"
         for i in terms
     )
     return _LEX_SQL.format(
@@ -271,6 +280,8 @@ def candidate_stage(
         "rare_share": float(knobs.rare_share),
         "k1": float(knobs.bm25_k1),
         "b": float(knobs.bm25_b),
+        "context_tf": float(knobs.context_tf),
+        "around_tf": float(knobs.around_tf),
     }
     for i, model in enumerate(models):
         params[f"m{i}"] = model

@@ -21,12 +21,16 @@ StaleScope = Literal["topic", "any"]
 
 @dataclasses.dataclass(frozen=True)
 class RecallTuning:
-    """Chosen on LoCoMo (bench/quality/locomo_recall.py, grid on half the conversations, checked on the other half):
-    equal weights with ``rrf_k`` 10 beat ``rrf_k`` 60 and 2:1 in favour of the lexical leg; bench/RESULTS.md
-    has the figures."""
+    """``rrf_k`` chosen on LoCoMo (bench/quality/locomo_recall.py, grid on half the conversations, checked on the
+    other half): 10 beat 60. ``w_lexical`` 2.0 and ``request_answer_weight`` chosen on the fit half of MultiWOZ
+    (bench/quality/woz_facts.py) and checked on LoCoMo and our Chinese set through the chat path, where equal
+    weights had been chosen before the conversation units carried their context; bench/RESULTS.md has the
+    figures."""
 
     w_vector: float = 1.0
-    w_lexical: float = 1.0
+    #: The lexical leg's weight in the fusion: twice the vector leg's. MiniLM ranks any sentence about trains
+    #: near a question about a train; the route, the day and the id are the lexical leg's.
+    w_lexical: float = 2.0
     rrf_k: int = 10
     #: Rows each leg hands to the fusion. 100 rather than 50: a memory ranked moderately by both legs makes the
     #: fused top 10 more often — through the chat path on LoCoMo, on each half of the conversations
@@ -42,6 +46,10 @@ class RecallTuning:
     rare_share: float = 0.05
     #: A conversation unit that asks (``data["question"]``) weighs this much of a statement in the rerank.
     question_weight: float = 0.5
+    #: A customer's statement found by the query brings the agent's reply to it (what it asked for: "I need a
+    #: train from Ely to Cambridge on Saturday" → "TR1036 leaves at 14:36"), ranked as the statement would
+    #: be times this; 0 turns it off (questions always bring their answers).
+    request_answer_weight: float = 1.1
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
     recency_weight: float = 1.0
     #: A candidate naming an identifier the query quotes (BATCH-2031, an order number) weighs 1 + this.
@@ -60,6 +68,11 @@ class RecallTuning:
     #: compensation given, a complaint on record) weighs up to 1 + this in the rerank, scaled by the mood's
     #: score: for that turn only, stored scores untouched. 0 turns it off (docs/memory-intelligence.md).
     mood_care_lift: float = 1.0
+    #: BM25's term frequency of a query term found only in a memory's context (its message and the one it
+    #: answers), and only in the turns around it (a conversation unit's earlier exchanges), against 2 for a
+    #: term of its own text: the context finds a memory, its own words decide among those found.
+    context_tf: float = 1.0
+    around_tf: float = 1.0
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     #: A query the intent table leaves alone is classified by its embedding against labelled intent examples

@@ -49,7 +49,7 @@ def do_edit_memory(
             locked.search_text = search_fields(locked.content, locked.key, locked.data)
             locked.embedding_model = embeddings.model_for(tenant, locked.type)
             locked.embedding = embeddings.embed_one(locked.content, model=locked.embedding_model, kind="passage")
-            locked.search_vector = search_vector(locked.search_text, locked.search_context)
+            locked.search_vector = search_vector(locked.search_text, locked.search_context, locked.search_around)
             fields += ["content", "data", "search_text", "search_vector", "embedding", "embedding_model"]
         if expires_in is not None:
             locked.expires_at = locked.created_at + timedelta(seconds=merged.expires_in)

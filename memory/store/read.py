@@ -32,7 +32,7 @@ from tenants.models import EndUser, Tenant
 from tenants.rls import tenant_scope
 
 #: Columns recall and writes never read back: the embedding (384 floats to parse per row) and the search index.
-HEAVY_FIELDS = ("embedding", "search_vector", "search_text", "search_context")
+HEAVY_FIELDS = ("embedding", "search_vector", "search_text", "search_context", "search_around")
 
 
 class MemoryNotFound(NotFound):

@@ -75,6 +75,9 @@ class MemoryItem:
     source_message: Message | None = None
     source_role: str | None = None
     context: str | None = None
+    #: Raw text of the turns around a conversation unit beyond its context (the exchanges before it in its
+    #: session): indexed for finding at ``memory.store.indexing.AROUND_WEIGHT``, never shown.
+    around: str = ""
     actor: Actor | None = None
     #: When it was said, where that is not the batch's ``now``: an imported conversation's message time. The
     #: memory is created then and expires ``expires_in`` after it; an earlier value of its key is superseded
@@ -263,6 +266,7 @@ def _store(
         at = said_at(p)
         search_text = search_fields(p.valid.content, p.valid.key, p.valid.data)
         message, role, around, _ = origin(p)
+        wider = p.item.around if p.item is not None else ""
         return MemoryUnit(
             tenant=tenant,
             end_user_id=p.end_user_id,
@@ -280,7 +284,8 @@ def _store(
             embedding_model=p.model,
             search_text=search_text,
             search_context=search_context(around),
-            search_vector=search_vector(search_text, search_context(around)),
+            search_around=search_context(wider),
+            search_vector=search_vector(search_text, search_context(around), search_context(wider)),
         )
 
     with tenant_scope(tenant):

@@ -1,0 +1,178 @@
+"""A fact is recalled by what it was about: the clerk's "Reference number is I4012ZAZ" never names the train, the
+turns before it do, and a customer who comes back asks by the route and the day (docs/memory.md, "Found by what
+it was about").
+
+Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.turn.run.run_turn``) with the fake Ollama
+answering as the clerk; the questions are asked from a new session of the same end user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from testkit.fake_ollama import Reply
+from tests.factories import TenantCtx, open_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _session(ctx: TenantCtx, fake: Any, end_user: str, turns: list[tuple[str, str]]) -> None:
+    """One chat session of ``end_user``: each (customer, clerk) pair is a turn."""
+    sid = open_session(ctx, end_user)["session_id"]
+    for user, clerk in turns:
+        fake.script(Reply(text=clerk))
+        response = ctx.client.post(f"/api/v1/sessions/{sid}/messages", {"text": user}, format="json")
+        assert response.status_code == 200, response.content
+
+
+def _recalled(ctx: TenantCtx, end_user: str, query: str) -> list[str]:
+    """The contents recalled for ``query`` from a new session of ``end_user``, best first."""
+    sid = open_session(ctx, end_user)["session_id"]
+    response = ctx.client.post(
+        "/api/v1/memories/recall", {"query": query, "k": 5}, format="json", HTTP_X_SESSION_ID=sid
+    )
+    assert response.status_code == 200, response.content
+    return [r["memory"]["content"] for r in response.json()["results"]]
+
+
+def _rank(contents: list[str], needle: str) -> int:
+    """The place of the first content naming ``needle`` (len(contents) when none does)."""
+    return next((i for i, c in enumerate(contents) if needle.casefold() in c.casefold()), len(contents))
+
+
+EN_TRAINS = [
+    ("I need a train from Cambridge to Kings Lynn on Friday.", "TR9226 leaves at 09:11 and arrives at 09:58."),
+    (
+        "Sounds good. Please book it for two people.",
+        "Booking was successful, the total fee is 17.6 GBP. Reference number is I4012ZAZ.",
+    ),
+]
+EN_OTHER_TRAIN = [
+    ("I am looking for a train from Ely to Norwich on Monday.", "That would be train TR5167. It arrives at 17:58."),
+    ("Book one seat please.", "Booking was successful, the total fee is 9.8 GBP. Reference number is K7PQ2WNE."),
+]
+EN_TAXIS = [
+    ("I need a taxi from Bridge Guest House to the Lucky Star.", "What time would you like to leave?"),
+    ("At 18:15 please.", "Booked! A grey Volvo will pick you up. The contact number is 07700900123."),
+]
+EN_OTHER_TAXI = [
+    ("Can you get me a taxi from the Junction to Kettle's Yard?", "When would you like to be picked up?"),
+    ("By 10:30.", "Booked! A black Toyota will pick you up. The contact number is 07700900456."),
+]
+
+
+def test_a_booking_reference_is_recalled_by_its_route_and_day(globex, fake_ollama):
+    # given two train bookings in two sessions, each reference said where neither route nor day is
+    _session(globex, fake_ollama, "tourist", EN_TRAINS)
+    _session(globex, fake_ollama, "tourist", EN_OTHER_TRAIN)
+    # when the customer comes back and asks by the route and the day
+    recalled = _recalled(
+        globex, "tourist", "What is the booking reference for the train from Cambridge to Kings Lynn on Friday?"
+    )
+    # then the reference of that train comes first of the two
+    assert _rank(recalled, "I4012ZAZ") < _rank(recalled, "K7PQ2WNE")
+    assert _rank(recalled, "I4012ZAZ") < 3
+
+
+def test_a_taxis_car_is_recalled_by_its_pick_up_and_destination(globex, fake_ollama):
+    # given two taxis booked in one session, each car named in a reply that names neither place
+    _session(globex, fake_ollama, "tourist", EN_TAXIS + EN_OTHER_TAXI)
+    # when the customer asks for the car of one of them from a later session
+    recalled = _recalled(globex, "tourist", "What car is the taxi from Bridge Guest House to the Lucky Star?")
+    # then its car comes before the other's
+    assert _rank(recalled, "grey Volvo") < _rank(recalled, "black Toyota")
+    assert _rank(recalled, "grey Volvo") < 3
+
+
+def test_two_bookings_of_the_same_kind_on_different_days_are_told_apart(globex, fake_ollama):
+    # given the same route booked for Tuesday and for Thursday, in two sessions
+    for day, ref in (("Tuesday", "TUE4K2Q9"), ("Thursday", "THU8M3X1")):
+        _session(globex, fake_ollama, "tourist", [
+            (f"I need a train from Cambridge to London Kings Cross on {day}.", "TR2000 leaves at 07:00."),
+            ("That works, book it for one.", f"Booking was successful. Reference number is {ref}."),
+        ])  # fmt: skip
+    # when the customer asks for each day's reference
+    thursday = _recalled(globex, "tourist", "booking reference for the train to London Kings Cross on Thursday")
+    tuesday = _recalled(globex, "tourist", "booking reference for the train to London Kings Cross on Tuesday")
+    # then each day's reference comes before the other's
+    assert _rank(thursday, "THU8M3X1") < _rank(thursday, "TUE4K2Q9")
+    assert _rank(tuesday, "TUE4K2Q9") < _rank(tuesday, "THU8M3X1")
+
+
+ZH_TRAINS = [
+    ("我要订周五从北京到天津的火车票。", "有G123次，上午九点发车，十点到达。"),
+    ("可以，帮我订两张。", "预订成功，总价109元，预订编号是TK8812345。"),
+]
+ZH_OTHER_TRAIN = [
+    ("我想订周一从上海到杭州的火车。", "有G7511次，下午两点发车。"),
+    ("订一张吧。", "预订成功，总价73元，预订编号是TK5523456。"),
+]
+ZH_TAXIS = [
+    ("帮我叫一辆出租车，从天伦王朝酒店到京仪大酒店。", "好的，请问几点出发？"),
+    ("下午三点。", "已为您叫好车，是一辆白色丰田凯美瑞。"),
+    ("再帮我叫一辆从故宫到王府井的出租车。", "请问几点出发？"),
+    ("晚上七点。", "已为您叫好车，是一辆黑色大众帕萨特。"),
+]
+
+
+def test_a_chinese_booking_reference_is_recalled_by_its_route_and_day(acme, fake_ollama):
+    # given two train bookings, each booking number said where neither route nor day is
+    _session(acme, fake_ollama, "wang", ZH_TRAINS)
+    _session(acme, fake_ollama, "wang", ZH_OTHER_TRAIN)
+    # when the customer comes back and asks by the route and the day
+    recalled = _recalled(acme, "wang", "周五北京到天津的火车票预订编号是多少？")
+    # then that train's booking number comes first of the two
+    assert _rank(recalled, "TK8812345") < _rank(recalled, "TK5523456")
+    assert _rank(recalled, "TK8812345") < 3
+
+
+def test_a_chinese_taxis_car_is_recalled_by_its_pick_up_and_destination(acme, fake_ollama):
+    # given two taxis called in one session, each car named in a reply that names neither place
+    _session(acme, fake_ollama, "wang", ZH_TAXIS)
+    # when the customer asks for the car of the first from a later session
+    recalled = _recalled(acme, "wang", "从天伦王朝酒店到京仪大酒店的出租车是什么车？")
+    # then its car comes before the other's
+    assert _rank(recalled, "丰田") < _rank(recalled, "帕萨特")
+    assert _rank(recalled, "丰田") < 3
+
+
+def test_two_chinese_bookings_of_the_same_kind_on_different_days_are_told_apart(acme, fake_ollama):
+    # given the same route booked for Tuesday and for Thursday, in two sessions
+    for day, ref in (("周二", "TK2200001"), ("周四", "TK4400002")):
+        _session(acme, fake_ollama, "wang", [
+            (f"我要订{day}从北京到上海的高铁。", "有G1次，早上七点发车。"),
+            ("好的，订一张。", f"预订成功，预订编号是{ref}。"),
+        ])  # fmt: skip
+    # when the customer asks for each day's booking number
+    thursday = _recalled(acme, "wang", "周四去上海的高铁预订编号是多少？")
+    tuesday = _recalled(acme, "wang", "周二去上海的高铁预订编号是多少？")
+    # then each day's booking number comes before the other's
+    assert _rank(thursday, "TK4400002") < _rank(thursday, "TK2200001")
+    assert _rank(tuesday, "TK2200001") < _rank(tuesday, "TK4400002")
+
+
+def test_the_background_writer_gives_a_unit_the_same_context(globex, fake_ollama, settings):
+    # given the booking turns written by the background writer (announced, then written in one batch), as
+    # the product does by default
+    from conversations.models import Message
+    from memory.conversation.writer import Announced, write_announced
+    from memory.models import MemoryUnit
+    from tenants.rls import tenant_scope
+
+    settings.MEMORY_WRITER = "worker"
+    _session(globex, fake_ollama, "tourist", EN_TRAINS)
+    with tenant_scope(globex.tenant):
+        messages = list(Message.objects.for_tenant(globex.tenant).order_by("seq"))
+    write_announced([Announced(str(globex.tenant.pk), str(messages[0].session_id), tuple(str(m.pk) for m in messages))])
+    # then the reference's unit carries the request it answers and, a level lower, the route named before it
+    with tenant_scope(globex.tenant):
+        unit = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="I4012ZAZ")
+    assert "book" in unit.search_context.split()
+    assert {"kings", "lynn", "friday"} <= set(unit.search_around.split())
+    assert "I4012ZAZ" in unit.content
+    assert "Kings" not in unit.content  # the context is for finding, never the memory's content
+    # and a later session finds it by the route and the day
+    recalled = _recalled(globex, "tourist", "What is the booking reference for the train to Kings Lynn on Friday?")
+    assert _rank(recalled, "I4012ZAZ") < 3
