@@ -103,6 +103,22 @@ def test_chinese_follow_ups_never_reset(acme, fake_ollama, turns, kind):
     assert resets == [False] * len(turns), kind
 
 
+def test_the_anchor_keeps_the_current_topic_through_an_elliptical_follow_up(acme, fake_ollama):
+    """The topic's working memory (「当前咨询」, a ``session_state`` memory) is what a false reset would freeze."""
+    # given a topic the anchor shows, when the customer follows it up elliptically
+    _, resets, anchors = _conversation(
+        acme,
+        "anchor-zh",
+        fake_ollama,
+        [("帮我查一下9月的话费", "您9月的话费是96元。"), ("那10月的呢？", "10月是128元。")],
+    )
+
+    # then the follow-up's anchor still shows the topic
+    assert resets == [False, False]
+    assert "当前咨询：9月的话费" in anchors[0]
+    assert "当前咨询：9月的话费" in anchors[1]
+
+
 @pytest.mark.parametrize(
     ("turns", "kind"),
     [
