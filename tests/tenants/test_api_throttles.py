@@ -156,4 +156,10 @@ def test_settings_use_redis_for_the_cache_when_redis_url_is_set(tmp_path):
     caches, rates = json.loads(result.stdout.strip().splitlines()[-1])
     assert caches["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     assert caches["default"]["LOCATION"] == "redis://127.0.0.1:6379/2"
-    assert rates == {"sessions": "600/min", "memories": "600/min", "recall": "30/s", "imports": "1200/min"}
+    assert rates == {
+        "sessions": "600/min",
+        "memories": "600/min",
+        "recall": "30/s",
+        "imports": "1200/min",
+        "knowledge": "600/min",
+    }
