@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -354,6 +355,12 @@ def parse_zh_cs(raw: Any, *, max_turns: int | None = None) -> Dataset:
         dialogues.append(dialogue)
     info = {"questions_dropped_by_max_turns": dropped}
     return Dataset("zh_cs", dialogues, _ask_in_order(dialogues), info)
+
+
+def zh_half_of(dialogue_id: str) -> str:
+    """``fit`` or ``report`` for a zh_cs dialogue: the first byte of sha256(its id) even or odd, as the public
+    corpora's halves (bench/quality/topic_switch_public.py). Rules are fitted on ``fit``; ``report`` is run once."""
+    return "fit" if hashlib.sha256(dialogue_id.encode()).digest()[0] % 2 == 0 else "report"
 
 
 def load_zh_cs(path: Path, max_turns: int | None) -> Dataset:
@@ -898,7 +905,7 @@ def _record_ingest(
 def _ingest_args(args: argparse.Namespace) -> dict[str, Any]:
     """The arguments that decide what was ingested: a reused ingest must have been made with the same."""
     names = ("dataset", "conversations", "max_turns", "locomo_turns", "data", "turns", "small_turns", "queries",
-             "seed", "tenant_settings", "fake_uses_memory", "via", "half", "customers")  # fmt: skip
+             "seed", "tenant_settings", "fake_uses_memory", "via", "half", "customers", "zh_half")  # fmt: skip
     return {name: str(getattr(args, name)) for name in names}
 
 
@@ -965,6 +972,10 @@ def main() -> None:
         "--half", choices=("fit", "report"), default="fit",
         help="multiwoz/crosswoz: the half of the dialogues (bench/quality/woz_facts.py); rules are fitted on fit",
     )  # fmt: skip
+    parser.add_argument(
+        "--zh-half", choices=("all", "fit", "report"), default="all",
+        help="zh_cs: its fit or report half (zh_half_of); all: the whole set, whose rules were fitted on it",
+    )  # fmt: skip
     parser.add_argument("--customers", type=int, default=40, help="multiwoz/crosswoz: pseudo customers of 5 dialogues")
     parser.add_argument("--conversations", help="locomo: conversation indexes, e.g. 0,1 (default all 10)")
     parser.add_argument("--max-turns", type=int, default=0, help="locomo/zh_cs: first N turns of each dialogue")
@@ -1014,6 +1025,10 @@ def main() -> None:
         if not args.data.exists():
             raise SystemExit(f"{args.data} does not exist (--data names another file)")
         dataset = load_zh_cs(args.data, max_turns)
+        if args.zh_half != "all":  # the same rule as the public corpora's halves: sha256 of the dialogue id
+            kept = [d for d in dataset.dialogues if zh_half_of(d.id) == args.zh_half]
+            dataset = Dataset(f"{dataset.name}_{args.zh_half}", kept, _ask_in_order(kept), dataset.info)
+            dataset.info["half"] = args.zh_half
     elif args.dataset in ("multiwoz", "crosswoz"):
         import woz_facts
 
