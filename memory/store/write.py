@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.db.sql import load_models
@@ -290,9 +290,15 @@ def _store(
 
     with tenant_scope(tenant):
         if len(planned) == 1 and planned[0].slot is not None:  # a message's one fact, often said before
+            # In a savepoint: an attempt that waited for the row and found it replaced may still hold the row's
+            # lock; rolled back, it lets go before the full path takes the key's advisory lock, so it never holds
+            # the row while waiting for a replacement that holds the advisory lock and waits for the row.
+            savepoint = transaction.savepoint()
             refreshed = _refresh_unchanged(tenant, planned[0], said_at(planned[0]), origin(planned[0])[3])
             if refreshed is not None:
+                transaction.savepoint_commit(savepoint)
                 return [refreshed]
+            transaction.savepoint_rollback(savepoint)
         current = _lock_live(tenant, [p.slot for p in planned if p.slot is not None])
         existing = {m.pk for m in current.values()}
         new_rows: list[MemoryUnit] = []
@@ -476,7 +482,7 @@ def _update_changed(tenant: Tenant, rows: list[MemoryUnit]) -> None:
 #: ones written again and it is still valid, locked and refreshed, and its ``confirm`` event written. No
 #: advisory lock is needed: a concurrent replacement locks the same row, and once it commits the re-check
 #: under the lock finds the row superseded, so nothing is refreshed and the caller takes the full path
-#: (which sees the replacement).
+#: (which sees the replacement) — after rolling the attempt back to its savepoint, which lets go of the row.
 _REFRESH_SQL = """
 WITH old AS (
     SELECT id, expires_at FROM memory_memoryunit
