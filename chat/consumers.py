@@ -253,6 +253,8 @@ class ChatConsumer(HandoffFrames, AsyncWebsocketConsumer):
                 "recalled": result.recalled,
                 "needs_confirmation": result.needs_confirmation,
                 "usage": result.usage,
+                "citations": result.citations,
+                **({"offer_handoff": True} if result.offer_handoff else {}),
             }
             # From here on the turn only does upkeep (the tenant's health check): a disconnect lets it end.
             self.finishing.add(asyncio.current_task())

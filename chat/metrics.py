@@ -2,8 +2,8 @@
 
 Recorded where things happen (``chat.turn.run``, ``chat.llm``, ``chat.turn.tool_rounds``, ``chat.tools.batches``,
 ``chat.handoff.state``,
-``chat.consumers``). The names are a contract: the alerts in ``platform/prometheus`` and the Grafana
-dashboards read them. Memory's own metrics (health gauges, recall, amnesia, cleanup) are in
+``chat.consumers``, ``chat.turn.knowledge``). The names are a contract: the alerts in ``platform/prometheus`` and
+the Grafana dashboards read them. Memory's own metrics (health gauges, recall, amnesia, cleanup) are in
 ``memory.metrics``. Under several ASGI workers (``PROMETHEUS_MULTIPROC_DIR``) the connection gauge is
 summed over the live workers (``livesum``).
 """
@@ -44,4 +44,21 @@ CSAT = Histogram(
     "End users' satisfaction ratings (1-5) by who answered (ai, staff, both); a rating replaced counts again",
     ["tenant", "handled_by"],
     buckets=(1, 2, 3, 4, 5),
+)
+# The tenant's knowledge in the turn (chat.turn.knowledge).
+KNOWLEDGE_CITATIONS = Counter(
+    "memdesk_knowledge_citations", "Passages replies cited that were in their prompt", ["tenant"]
+)
+KNOWLEDGE_INVENTED_CITATIONS = Counter(
+    "memdesk_knowledge_invented_citations",
+    "Citation labels replies gave that their prompt did not carry (dropped from the citations)",
+    ["tenant"],
+)
+KNOWLEDGE_GROUNDED_REPLIES = Counter(
+    "memdesk_knowledge_grounded_replies",
+    "Questions about the business answered in grounded mode with 'I do not know' and the offer of a person",
+    ["tenant"],
+)
+KNOWLEDGE_CONTENT_GAPS = Counter(
+    "memdesk_knowledge_content_gaps", "Questions about the business no passage answered (content gaps)", ["tenant"]
 )

@@ -50,6 +50,16 @@ class MessagesQuery(serializers.Serializer):
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
 
 
+class CitationOut(serializers.Serializer):
+    """A passage the reply cited that was in its prompt (API.md "Knowledge")."""
+
+    article_id = serializers.UUIDField()
+    version = serializers.IntegerField()
+    title = serializers.CharField()
+    url = serializers.CharField(allow_blank=True)
+    passage_id = serializers.CharField()
+
+
 class TurnOut(serializers.Serializer):
     message_id = serializers.UUIDField()
     reply_id = serializers.UUIDField()
@@ -57,6 +67,10 @@ class TurnOut(serializers.Serializer):
     recalled = serializers.ListField(child=serializers.UUIDField())
     needs_confirmation = serializers.BooleanField()
     usage = serializers.DictField(child=serializers.IntegerField())
+    citations = CitationOut(many=True)
+    offer_handoff = serializers.BooleanField(
+        required=False, help_text="Grounded mode: the agent did not know and offers a person (docs/knowledge.md)."
+    )
 
 
 class DeferredTurnOut(serializers.Serializer):

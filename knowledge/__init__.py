@@ -9,9 +9,11 @@ It sits between ``memory`` (whose text segmentation and embeddings it uses) and 
 - ``search`` — hybrid search (BM25 and vectors fused) over the versions valid at ``as_of``.
 - ``hits`` — ``KnowledgeHit``, what search answers.
 - ``files`` — an import's input read: JSON Lines, or Markdown and HTML files.
+- ``replies`` — what a chat turn records: a reply's citations, the questions that found nothing (content gaps).
 - ``views``, ``admin``, ``labels``, ``apps`` — the REST API, the staff admin, the admin's names, the app.
 
-What other apps import is exported here: :func:`search_knowledge` and :class:`KnowledgeHit`.
+What other apps import is exported here: :func:`search_knowledge`, :class:`KnowledgeHit`, :func:`has_knowledge`,
+:func:`record_citations` and :func:`record_gap`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from knowledge.hits import KnowledgeHit
 
-__all__ = ["KnowledgeHit", "search_knowledge"]
+__all__ = ["KnowledgeHit", "has_knowledge", "record_citations", "record_gap", "search_knowledge"]
 
 
 def search_knowledge(
@@ -42,3 +44,26 @@ def search_knowledge(
     from knowledge.search import search
 
     return search(tenant, query, as_of=as_of, k=k, segment=segment, embedding=embedding)
+
+
+def has_knowledge(tenant: Any) -> bool:
+    """Whether the tenant has any article at all (a chat turn skips knowledge search when not). Call inside the
+    tenant's row-level-security scope."""
+    from knowledge.models import Article
+
+    return Article.objects.for_tenant(tenant).exists()
+
+
+def record_citations(tenant: Any, message_id: Any, cited: Sequence[tuple[str, KnowledgeHit]]) -> int:
+    """Store which passages (and so which article versions) reply ``message_id`` cited, each under its prompt
+    label; returns the rows written (``knowledge.replies.do_record_citations``)."""
+    from knowledge.replies import do_record_citations
+
+    return do_record_citations(tenant, message_id, cited)
+
+
+def record_gap(tenant: Any, message_id: Any, text: str, best_score: float) -> None:
+    """Store a question about the business that no passage answered (``knowledge.replies.do_record_gap``)."""
+    from knowledge.replies import do_record_gap
+
+    do_record_gap(tenant, message_id, text, best_score)

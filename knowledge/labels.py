@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 
 from config.labels import relabel
-from knowledge.models import Article, ArticleVersion, Passage
+from knowledge.models import Article, ArticleVersion, Citation, ContentGap, Passage
 
 
 def apply() -> None:
@@ -26,4 +26,14 @@ def apply() -> None:
         heading_path=_("heading path"), text=_("text"), search_text=_("search text"),
         search_headings=_("search headings"), search_vector=_("search vector"), embedding=_("embedding"),
         embedding_model=_("embedding model"),
+    )  # fmt: skip
+    relabel(
+        Citation, _("citation"), _("citations"),
+        id=_("ID"), tenant=_("tenant"), message=_("reply"), version=_("version"), passage_id=_("passage ID"),
+        label=_("label"), created_at=_("created at"),
+    )  # fmt: skip
+    relabel(
+        ContentGap, _("content gap"), _("content gaps"),
+        id=_("ID"), tenant=_("tenant"), message=_("message"), text=_("question"), group_key=_("group"),
+        best_score=_("best score"), created_at=_("created at"),
     )  # fmt: skip

@@ -130,3 +130,55 @@ class Passage(TenantOwned):
 
     def __str__(self) -> str:
         return self.public_id
+
+
+class Citation(TenantOwned):
+    """A reply that cited a passage (``chat.turn.knowledge``): which reply (``message``) cited which article
+    version, through which passage and under which label of its prompt. Written with the reply, in the same
+    transaction (``knowledge.replies.do_record_citations``); never edited. The reply's end user erased, their
+    messages go and these rows with them."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="+")
+    version = models.ForeignKey(ArticleVersion, on_delete=models.CASCADE, related_name="citations")
+    #: The passage's public id (``Passage.public_id``): stable across re-indexing, what the reply's API shows.
+    passage_id = models.CharField(max_length=16)
+    #: The label the prompt gave the passage (``K1``…): what the reply's text says.
+    label = models.CharField(max_length=8)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["message", "passage_id"], name="uniq_citation_per_reply"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "version", "-created_at"], name="citation_by_version"),
+        ]
+        ordering = ["-created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.label} → {self.passage_id}"
+
+
+class ContentGap(TenantOwned):
+    """A customer's question about the business that no passage answered well enough (``chat.turn.knowledge``):
+    what a team should write next. One row per question; the admin groups them by ``group_key`` (the
+    question's distinctive words, ``knowledge.replies.gap_key``), so 「周日几点关门？」 and 「你们周日几点关门呀」
+    count together. The question's secrets are redacted before it is stored; it goes with its message."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="+")
+    text = models.TextField()
+    group_key = models.CharField(max_length=200)
+    #: The best passage's score (0: none found at all) — below the tenant's threshold, by definition.
+    best_score = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta(TenantOwned.Meta):
+        indexes = [models.Index(fields=["tenant", "group_key"], name="content_gap_by_group")]
+        ordering = ["-created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.text[:80]

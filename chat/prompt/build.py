@@ -7,6 +7,8 @@ The prompt for one turn is::
                <|execution_context|>{compact JSON}          ← channel 1 (S1, S6)
                【对话摘要】…                                  ← channel 2 (S6)
                {recalled memories, best first}
+               【知识库】{the tenant's passages, best first, each [K1]…}  ← knowledge (docs/knowledge.md)
+               {cite-the-ids instruction}                   ← with the passages
                {ask-to-confirm instruction}                 ← best relevance_score below 0.7 (S7)
                {ask-for-the-fact instruction}               ← the question's user fact is not in memory
                <|context_reset|> {what it means}            ← after a topic switch (S10)
@@ -21,15 +23,23 @@ Qwen2.5's tokenizer (``chat.prompt.tokens``). Over budget, parts are cut whole �
 2. the execution context's ``last_tool_result``, then its other keys except
    ``current_tool`` and ``tool_args`` (S19);
 3. the recent turns, oldest first;
-4. the recalled memories, lowest-ranked (last) first. Memories go after the
+4. the knowledge passages, lowest-ranked (last) first; the cite instruction goes
+   with the last one. A passage is the tenant's own text, found again by the
+   next question; a memory below is the customer's, and nothing else holds it;
+5. the recalled memories, lowest-ranked (last) first. Memories go after the
    turns: each is a compressed, ranked fact — the seed's whole point is that a
    few key facts beat raw history, so raw turns are cheaper to lose.
+
+Each passage carries a label (``K1``, ``K2``… per prompt, in rank order, kept when
+a lower one is cut): the model cites the labels it used (``[K1]``) and
+``chat.turn.knowledge`` maps them back to the passages; a label a passage cut to
+fit the budget had is not in the prompt and is not a citation.
 
 The system role, the anchor and the user input are never cut: if the prompt
 still does not fit, :class:`ContextOverflow` (413 ``context_overflow``).
 
 Text that comes from end users (anchor facts, context values, summary,
-memories, turns, input) has marker-like markup defused first (``<|`` becomes
+memories, turns, input) and the tenant's passages has marker-like markup defused first (``<|`` becomes
 ``< |``): otherwise a user could type ``<|context_reset|>`` or ``<|im_end|>``
 (which Qwen2.5 reads as its real special token) and rewrite the prompt's
 structure. The tenant's role text is trusted and kept as written.
@@ -93,6 +103,11 @@ _TEXT = {
         "forgotten": "用户说以下信息不是他本人的，已从记忆中删除；请在回复中告诉用户已删除：",
         "ask_missing": "记忆中没有回答这个问题所需的用户信息，请先请用户提供，不要猜测：",
         "reset": "用户切换了话题：下面较早的对话属于上一个话题，仅作背景；<|memory_anchor|> 中的用户事实仍然有效。",
+        "knowledge": "【知识库】本企业的资料（关于企业、产品和政策的问题以此为准）：",
+        "cite": (
+            "回答用到知识库中的资料时，在相应句子后用方括号注明其编号，例如 [K1]；只能注明上面列出的编号。"
+            "知识库中没有的企业信息不要编造。"
+        ),
     },
     "en": {
         "no_facts": "(none yet)",
@@ -111,6 +126,13 @@ _TEXT = {
             "reply that it was removed: "
         ),
         "ask_missing": "Memory holds none of the user's facts this question needs; ask the user for it, do not guess: ",
+        "knowledge": "[Knowledge base] The business's own articles (authoritative on the business, its products and "
+        "policies):",
+        "cite": (
+            "When your answer uses a passage of the knowledge base, cite its label in square brackets after the "
+            "sentence, e.g. [K1]; cite only labels listed above. Do not invent facts about the business that the "
+            "knowledge base does not give."
+        ),
     },
 }
 
@@ -167,6 +189,9 @@ class PromptParts:
     #: Keys of user facts the question needs and memory does not hold (「我的订单到哪了」 with no ``order_id``):
     #: the model asks for them (``MISSING_FACT_NAMES``) instead of answering blind.
     missing_facts: list[str] = field(default_factory=list)
+    #: The tenant's passages for this question, best first: ``(label, text)`` with the label the model cites
+    #: (``K1``…) and the text as the prompt shows it (``knowledge_line``).
+    knowledge: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -182,6 +207,13 @@ class BuiltPrompt:
     trimmed: list[str] = field(default_factory=list)
 
 
+def knowledge_line(title: str, heading_path: tuple[str, ...] | list[str], text: str) -> str:
+    """A passage as the prompt shows it: where it comes from (title › headings), then its text on one line."""
+    source = " › ".join(part for part in (title, *heading_path) if part)
+    body = " ".join(text.split())
+    return f"{source}: {body}" if source else body
+
+
 def defuse_markup(text: str) -> str:
     """``text`` with anything that looks like a prompt marker or a Qwen special
     token (``<|…|>``, ``<tool_call>``…) broken up, so untrusted text cannot
@@ -195,6 +227,7 @@ class _State:
     context: dict[str, Any]
     turns: list[tuple[int, tuple[str, str]]]
     memories: list[tuple[int, str]]
+    knowledge: list[tuple[int, tuple[str, str]]] = field(default_factory=list)
 
     def trim_once(self) -> str | None:
         """Cut the next part in S19's order; its name, or None when nothing
@@ -212,6 +245,9 @@ class _State:
         if self.turns:
             index, _ = self.turns.pop(0)
             return f"recent_turns[{index}]"
+        if self.knowledge:
+            index, _ = self.knowledge.pop()
+            return f"knowledge[{index}]"
         if self.memories:
             index, _ = self.memories.pop()
             return f"memories[{index}]"
@@ -234,6 +270,9 @@ def _system_text(parts: PromptParts, state: _State, lang: str) -> str:
         sections.append(defuse_markup(state.summary))
     if state.memories:
         sections.append("\n".join([text["memories"], *(f"- {defuse_markup(m)}" for _, m in state.memories)]))
+    if state.knowledge:
+        lines = [f"[{label}] {defuse_markup(passage)}" for _, (label, passage) in state.knowledge]
+        sections.append("\n".join([text["knowledge"], *lines, text["cite"]]))
     if parts.needs_confirmation:
         sections.append(text["confirm"])
     missing = [MISSING_FACT_NAMES[k][lang] for k in parts.missing_facts if k in MISSING_FACT_NAMES]
@@ -291,6 +330,7 @@ def build_prompt(
         context=dict(parts.execution_context),
         turns=list(enumerate(parts.recent_turns))[first_kept:],
         memories=[(i, m) for i, m in enumerate(parts.memories) if m.strip()],
+        knowledge=[(i, k) for i, k in enumerate(parts.knowledge) if k[1].strip()],
     )
     tool_tokens = count_tools(tools)
     trimmed: list[str] = []

@@ -10,6 +10,7 @@ from typing import Any
 from chat.models import Tool
 from chat.prompt import build as prompt_mod
 from chat.tools import registry as tools_mod
+from knowledge import KnowledgeHit
 from memory.models import MemoryUnit
 
 
@@ -34,6 +35,15 @@ class PreparedTurn:
     previous_text: str = ""
     #: memdesk's own tools offered beside the tenant's (``chat.handoff.options.builtin_tools``).
     builtin_tools: list[dict[str, Any]] = field(default_factory=list)
+    #: The tenant's passages the prompt was given, best first, each with its label (``K1``…): what a reply's
+    #: citations are read against (``chat.turn.knowledge.citations``).
+    knowledge: list[tuple[str, KnowledgeHit]] = field(default_factory=list)
+    #: A question about the business no passage answered: the best passage's score (a content gap); else None.
+    content_gap: float | None = None
+    #: The reply's words when the model is not called (grounded mode: "I do not know", ``chat.turn.knowledge``).
+    fixed_reply: str | None = None
+    #: The fixed reply offers the end user a person.
+    offer_handoff: bool = False
 
     def tool_definitions(self) -> list[dict[str, Any]] | None:
         return [*tools_mod.ollama_tools(list(self.tools.values())), *self.builtin_tools] or None

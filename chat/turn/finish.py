@@ -20,11 +20,14 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from chat import metrics as chat_metrics
 from chat.prompt.prepared import PreparedTurn
 from chat.sessions.messages import insert_message, session_locked
+from chat.turn import knowledge as knowledge_mod
 from config.db.sql import fetch_row
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
+from knowledge import KnowledgeHit, record_citations, record_gap
 from memory import metrics
 from memory.conversation import announce, squash
 from memory.extraction import extract_and_store
@@ -112,6 +115,7 @@ def finish_turn(
         if recalled is None:  # a PreparedTurn made by hand
             recalled = list(MemoryUnit.objects.for_tenant(tenant).filter(pk__in=prepared.recalled))
         used = _used_memories(text, recalled)
+        cited = _cited(tenant, text, prepared)
         reply = Message(
             id=uuid.UUID(reply_id), tenant=tenant, session=session, role=Message.Role.ASSISTANT, text=text,
             reply_to=message, status=status, seq=(current["last_seq"] or 0) + 1, created_at=timezone.now(),
@@ -119,6 +123,8 @@ def finish_turn(
                 "recalled": prepared.recalled, "used": [str(m.pk) for m in used],
                 "needs_confirmation": prepared.needs_confirmation, "usage": usage,
                 "recall_empty": prepared.recall_empty, "trimmed": prepared.prompt.trimmed,
+                "citations": [hit.citation() for _, hit in cited],
+                **({"offer_handoff": True} if prepared.offer_handoff else {}),
             },
         )  # fmt: skip
         streak, phrase = _amnesia_check(reply.text, prepared.recall_empty, current)
@@ -140,9 +146,27 @@ def finish_turn(
             apply_feedback(tenant, ignored, "ignored", note=f"not used by reply {reply.pk}")
         if phrase:
             _amnesia_alert(tenant, session, reply, phrase)
+        record_citations(tenant, reply.pk, cited)
+        if prepared.content_gap is not None:
+            record_gap(tenant, message.pk, message.text, prepared.content_gap)
+            chat_metrics.KNOWLEDGE_CONTENT_GAPS.labels(tenant=tenant.slug).inc()
+            if prepared.fixed_reply is not None:
+                chat_metrics.KNOWLEDGE_GROUNDED_REPLIES.labels(tenant=tenant.slug).inc()
         if status == Message.Status.COMPLETE and text:
             extract_and_store(tenant, session, reply, previous_text=message.text)
     return reply
+
+
+def _cited(tenant: Tenant, text: str, prepared: PreparedTurn) -> list[tuple[str, KnowledgeHit]]:
+    """The passages the reply cites that its final prompt carried; the labels it invents are counted, not kept."""
+    if not prepared.knowledge and "K" not in text.upper():
+        return []
+    carried = knowledge_mod.shown(prepared.knowledge, prepared.prompt.trimmed)
+    cited, invented = knowledge_mod.citations(text, carried)
+    if invented:
+        logger.info("reply cited labels its prompt did not carry: %s", invented)
+    knowledge_mod.count_citations(tenant, len(cited), len(invented))
+    return cited
 
 
 def _amnesia_check(reply_text: str, recall_empty: bool, current: dict[str, Any]) -> tuple[int, str | None]:

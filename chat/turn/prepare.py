@@ -1,10 +1,13 @@
 """A turn's second step: the stored user message becomes the prompt (``prepare_turn``).
 
-In one transaction: the session's state in one read (``_TURN_STATE``); extraction of the message's facts
+In one transaction: the session's state in one read (``_TURN_STATE``); the tenant's knowledge searched beside
+what follows, on a thread and connection of its own (``chat.turn.knowledge``); extraction of the message's facts
 (``memory.extraction.run``, which also handles a topic switch) and the user's reaction to the previous reply as
 feedback on the memories it used (S13); recall (``memory.recall.pipeline``, its query embedding started before the
-extraction so the two overlap); the anchor's facts; the summary channel; and the two-channel prompt built
-within the model's context less ``REPLY_RESERVE`` (``chat.prompt.build``). The result is a ``PreparedTurn``.
+extraction so the two overlap); the anchor's facts; the summary channel; and the two-channel prompt, with the
+knowledge's passages, built within the model's context less ``REPLY_RESERVE`` (``chat.prompt.build``). The
+result is a ``PreparedTurn``; in grounded mode, a question about the business no passage answers gets one whose
+``fixed_reply`` says so and offers a person (``chat.turn.knowledge``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from chat.prompt.summary import summarize
 from chat.tools import registry as tools_mod
 from chat.tools.context import execution_context
 from chat.tools.topic_context import do_switch_tool_context
+from chat.turn import knowledge as knowledge_mod
 from config.db.sql import load_models
 from conversations.access import SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message
@@ -86,16 +90,18 @@ class _TurnState:
     context: ExecutionContext | None  # None before the session's first turn
     history: list[dict[str, Any]]  # role, text, used: the last SUMMARY_MESSAGES before the message, oldest first
     has_tools: bool
+    has_knowledge: bool  # the tenant has articles (knowledge search runs)
 
 
 # The session row with its end user's id, its execution context, its recent
-# messages (not failed ones) and whether the tenant has tools.
+# messages (not failed ones) and whether the tenant has tools and articles.
 _TURN_STATE = """
 SELECT s.*, u.external_id AS end_user_external_id,
        (SELECT jsonb_build_object('current_tool', c.current_tool, 'tool_args', c.tool_args,
                                   'last_tool_result', c.last_tool_result, 'session_variables', c.session_variables)
         FROM chat_executioncontext c WHERE c.tenant_id = s.tenant_id AND c.session_id = s.id) AS context_fields,
        EXISTS (SELECT 1 FROM chat_tool t WHERE t.tenant_id = s.tenant_id) AS has_tools,
+       EXISTS (SELECT 1 FROM knowledge_article a WHERE a.tenant_id = s.tenant_id) AS has_knowledge,
        ARRAY(SELECT jsonb_build_object('role', m.role, 'text', m.text, 'used', m.data -> 'used')
              FROM chat_message m
              WHERE m.tenant_id = s.tenant_id AND m.session_id = s.id AND m.seq < %(before)s AND m.status <> 'failed'
@@ -122,7 +128,9 @@ def _turn_state(tenant: Tenant, session: ChatSession, before_seq: int) -> _TurnS
     fields = _json(fresh.context_fields)
     context = None if fields is None else ExecutionContext(session=fresh, tenant=tenant, **fields)
     history = [_json(row) for row in reversed(fresh.recent)]
-    return _TurnState(fresh, fresh.end_user_external_id, context, history, bool(fresh.has_tools))
+    return _TurnState(
+        fresh, fresh.end_user_external_id, context, history, bool(fresh.has_tools), bool(fresh.has_knowledge)
+    )
 
 
 def _previously_used(tenant: Tenant, state: _TurnState, before_seq: int) -> list[str]:
@@ -149,6 +157,8 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
         query_embedding = embed_query_soon(tenant, message.text)  # overlaps the extraction below
         state = _turn_state(tenant, session, message.seq)
         session = state.session
+        # Beside extraction and recall, not after them: joined only when the prompt is built.
+        search = knowledge_mod.search_soon(tenant, session, message.text) if state.has_knowledge else None
         previously_used = _previously_used(tenant, state, message.seq)
         before = state.history[-1]["text"] if state.history else ""
         extraction = extract_and_store(tenant, session, message, previous_text=before, ask_model=structured_answer)
@@ -167,6 +177,8 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             if m["role"] in (Message.Role.USER, Message.Role.ASSISTANT, Message.Role.STAFF)
         ]
         context = state.context or execution_context(tenant, session)  # for sessions opened before it was made at open
+        passages = knowledge_mod.labelled(knowledge_mod.finished(search))
+        grounding = _grounding(tenant, message.text, result, passages) if search is not None else None
         parts = prompt_mod.PromptParts(
             role_text=tenant.agent_role,
             # Memory off for this end user (memory.store.consent): recall returns nothing, and the anchor shows nothing.
@@ -181,6 +193,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             language=tenant.language,
             forgotten=extraction.forgotten,
             missing_facts=_missing_facts(result),
+            knowledge=knowledge_mod.prompt_lines(passages),
         )
         tools = {t.name: t for t in Tool.objects.for_tenant(tenant).order_by("name")} if state.has_tools else {}
         builtin = builtin_tools(tenant, tools)  # handoff_to_human, where the tenant turned it on
@@ -201,7 +214,27 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             recalled_memories=[h.memory for h in result.hits],
             previous_text=before,
             builtin_tools=builtin,
+            knowledge=passages,
+            content_gap=grounding,
+            **_grounded_reply(tenant, grounding),
         )
+
+
+def _grounding(tenant: Tenant, text: str, result: RecallResult, passages: list[tuple[str, Any]]) -> float | None:
+    """The best passage's score when ``text`` asks about the business and no passage reaches the tenant's
+    threshold (a content gap, ``chat.turn.knowledge``); None otherwise."""
+    best = knowledge_mod.best_score([hit for _, hit in passages])
+    if best >= knowledge_mod.settings_of(tenant).threshold:
+        return None
+    return best if knowledge_mod.asks_the_business(text, result.rule_keys) else None
+
+
+def _grounded_reply(tenant: Tenant, gap: float | None) -> dict[str, Any]:
+    """In grounded mode, a content gap is answered without the model: "I do not know", and a person offered."""
+    if gap is None or not knowledge_mod.settings_of(tenant).grounded:
+        return {}
+    text, offer = knowledge_mod.grounded_reply(tenant)
+    return {"fixed_reply": text, "offer_handoff": offer}
 
 
 def _feedback_from_user(tenant: Tenant, extraction: Any, previously_used: list[str]) -> None:

@@ -6,12 +6,13 @@ Following "One chat turn" in DESIGN.md, in named steps:
    the handoff's read in the same transaction; a retry of a turn still running waits for its reply; then the
    handoff (``chat.handoff.triggers``): while a person has the conversation the turn ends here, unanswered; a
    trigger that hands it off makes the reply;
-2. ``_prepare`` — extraction, feedback, recall and the two-channel prompt within the model's exact token
-   budget (``chat.turn.prepare``);
+2. ``_prepare`` — extraction, feedback, recall beside the knowledge search, and the two-channel prompt within
+   the model's exact token budget (``chat.turn.prepare``); in grounded mode a question the knowledge does not
+   answer gets "I do not know" and the offer of a person instead of a model call (``chat.turn.knowledge``);
 3. ``_generate`` — the reply streamed from Ollama, deltas relayed, with up to ``MAX_TOOL_ROUNDS`` rounds of
    tool calls (``chat.turn.tool_rounds``);
-4. ``_finish`` — the reply stored, the facts the agent stated extracted, feedback (``chat.turn.finish``); then
-   the caller's ``on_done``;
+4. ``_finish`` — the reply stored with the passages it cited, the facts the agent stated extracted, feedback
+   (``chat.turn.finish``); then the caller's ``on_done``;
 5. ``_after_reply`` — upkeep once the reply is out: the turn's conversation units written by the web
    process (``MEMORY_WRITER`` "inline"; with "worker", the default, ``_finish`` announced them to the
    background writer), the periodic health check.
@@ -107,6 +108,10 @@ class TurnResult:
     state: str = ChatSession.State.AI
     position: int | None = None
     leave_message: bool = False
+    #: The passages the reply cited that were in its prompt (API.md: ``citations``), in the order first cited.
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    #: Grounded mode answered "I do not know" and offered a person (``chat.turn.knowledge``).
+    offer_handoff: bool = False
 
     @classmethod
     def of_deferred(cls, message: Message, handoff: TurnHandoff) -> TurnResult:
@@ -128,6 +133,8 @@ class TurnResult:
             "recalled": self.recalled,
             "needs_confirmation": self.needs_confirmation,
             "usage": self.usage,
+            "citations": self.citations,
+            **({"offer_handoff": True} if self.offer_handoff else {}),
         }
 
 
@@ -157,6 +164,8 @@ def replay(tenant: Tenant, message: Message, reply: Message) -> TurnResult:
         needs_confirmation=bool(data.get("needs_confirmation", False)),
         usage=dict(data.get("usage", {"prompt_tokens": 0, "completion_tokens": 0})),
         replayed=True,
+        citations=list(data.get("citations", [])),
+        offer_handoff=bool(data.get("offer_handoff", False)),
     )
 
 
@@ -367,6 +376,8 @@ async def _finish(
         needs_confirmation=reply.prepared.needs_confirmation,
         usage=reply.usage,
         trimmed=reply.prepared.prompt.trimmed,
+        citations=list((stored.data or {}).get("citations", [])),
+        offer_handoff=reply.prepared.offer_handoff,
     )
     return result, stored
 
@@ -391,12 +402,14 @@ async def _answer(
         # 「忘掉我的地址」 is answered without the model (chat.turn.forget); any other message is prepared for it.
         forgot = handed or await forget_turn(tenant, session, message)  # handed: a handoff's notice
         reply = _Reply(id=str(uuid.uuid4()), prepared=forgot or await _prepare(tenant, session, message, llm))
-        if forgot is None:
+        # Grounded mode's "I do not know" (chat.turn.knowledge) is, like a forget request's answer, not the model's.
+        fixed = forgot.reply_text if forgot is not None else reply.prepared.fixed_reply
+        if fixed is None:
             await _generate(tenant, session, message, llm, reply, on_delta)
         else:
-            reply.pieces.append(forgot.reply_text)
+            reply.pieces.append(fixed)
             if on_delta is not None:
-                await on_delta(reply.id, forgot.reply_text)
+                await on_delta(reply.id, fixed)
         result, stored = await _finish(tenant, session, message, reply, arrived)
         answered = True
     except DATABASE_UNAVAILABLE as exc:

@@ -67,7 +67,8 @@ async def test_a_message_gets_ack_then_deltas_then_done(acme, opened, fake_ollam
     assert ack["client_msg_id"] == "c1"
     assert "".join(f["text"] for f in frames if f["type"] == "delta") == "您好，张先生！"
     assert done["text"] == "您好，张先生！"
-    assert set(done) == {"type", "reply_id", "text", "recalled", "needs_confirmation", "usage"}
+    assert set(done) == {"type", "reply_id", "text", "recalled", "needs_confirmation", "usage", "citations"}
+    assert done["citations"] == []  # the tenant has no articles
     assert all(f["reply_id"] == done["reply_id"] for f in frames if f["type"] == "delta")
     stored = await sync_to_async(_messages)(acme, opened["session_id"])
     assert [str(m.pk) for m in stored] == [ack["message_id"], done["reply_id"]]

@@ -40,7 +40,7 @@ def test_a_turn_answers_and_stores_both_messages(acme, sid, fake_ollama):
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["reply"] == "您好张伟，请问有什么可以帮您？"
-    assert set(body) == {"message_id", "reply_id", "reply", "recalled", "needs_confirmation", "usage"}
+    assert set(body) == {"message_id", "reply_id", "reply", "recalled", "needs_confirmation", "usage", "citations"}
     assert body["usage"]["prompt_tokens"] > 0
     assert body["usage"]["completion_tokens"] > 0
     stored = _stored(acme, sid)
