@@ -19,6 +19,7 @@
       withHuman: "人工客服为您服务中", ai: "智能助手为您服务", staff: "人工客服", typing: "客服正在输入…",
       leave: "暂时没有客服在线：请留下您的问题和联系方式（电话或邮箱），我们会尽快联系您。",
       rate: "请为本次服务评分：", comment: "想说的话（可选）", submit: "提交", thanks: "感谢您的评价！",
+      sources: "来源：",
     },
     en: {
       placeholder: "Type a message…", send: "Send", connecting: "Connecting…", online: "Connected",
@@ -31,6 +32,7 @@
       staff: "Staff", typing: "Staff is typing…",
       leave: "Nobody is available right now: leave your question and a phone number or e-mail, and we will get back to you.",
       rate: "How did we do?", comment: "Anything to add (optional)", submit: "Send", thanks: "Thank you for your rating!",
+      sources: "Sources: ",
     },
   };
   var CSS =
@@ -50,6 +52,7 @@
     ".mdk-send:disabled{background:#94d3a2;cursor:default}" +
     ".mdk-msg p{margin:0 0 6px}.mdk-msg p:last-child{margin:0}.mdk-msg ul,.mdk-msg ol{margin:2px 0 6px;padding-left:20px;white-space:normal}" +
     ".mdk-msg code{background:#eaeef2;padding:0 3px;border-radius:3px;font-family:monospace}" +
+    ".mdk-sources{margin-top:6px;font-size:12px;color:#57606a;white-space:normal}.mdk-sources a,.mdk-sources span{margin-right:8px}" +
     ".mdk-msg pre{margin:4px 0;padding:6px;background:#eaeef2;border-radius:4px;overflow-x:auto}.mdk-msg pre code{padding:0}";
 
   function el(tag, cls, text) {
@@ -171,6 +174,21 @@
       log.appendChild(node); scroll(); return node;
     }
     function busy(on) { send.disabled = on; }
+    // The articles a reply cited (the done frame's citations) as source links under it. Only http(s) links are
+    // followed; the title is text, never markup.
+    function showSources(node, citations) {
+      if (!citations || !citations.length) return;
+      var box = el("div", "mdk-sources", t.sources);
+      citations.forEach(function (c) {
+        var safe = /^https?:\/\//i.test(c.url || "");
+        var link = el(safe ? "a" : "span", "mdk-source", c.title || c.passage_id);
+        if (safe) { link.href = c.url; link.target = "_blank"; link.rel = "noopener noreferrer"; }
+        link.setAttribute("data-article-id", c.article_id); link.setAttribute("data-version", String(c.version));
+        link.setAttribute("data-passage-id", c.passage_id);
+        box.appendChild(link);
+      });
+      node.appendChild(box); scroll();
+    }
 
     function connect() {
       setStatus(t.connecting);
@@ -193,6 +211,7 @@
         } else if (f.type === "done") {
           var done = replies[f.reply_id] || (replies[f.reply_id] = bubble(f.role === "staff" ? "staff" : "assistant", ""));
           renderMarkdown(done, f.text);  // streamed as plain text, drawn as Markdown once whole
+          showSources(done, f.citations);
           done.setAttribute("data-done", "1");
           if (f.role !== "staff") { pending = null; busy(false); }
         } else if (f.type === "state") {
