@@ -43,6 +43,8 @@ from django.utils import timezone
 from config.db.sql import load_models
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
+from memory.conversation.claims import claim_of
+from memory.conversation.supersede import about_data, supersede_older, validity_seconds
 from memory.embeddings import models as embeddings
 from memory.extraction.rules import extract_facts
 from memory.models import MAX_CONTENT, MemoryType
@@ -366,7 +368,9 @@ def index_messages(
             history = _history(tenant, messages[0], previous_text) if messages else []
         items = _unit_items(messages, pending, history, ttl)
         # One batch for the turn: one embedding call and one INSERT for both messages' units.
-        return len(store.write_memories(tenant, session, items)) if items else 0
+        results = store.write_memories(tenant, session, items) if items else []
+        supersede_older(tenant, _created(results))
+        return len(results)
 
 
 def _unit_items(
@@ -383,19 +387,24 @@ def _unit_items(
             actor = audit.END_USER if message.role == Message.Role.USER else audit.SYSTEM
             context = f"{before[0] if before else ''}\n{message.text}"
             around = "\n".join(before[1 : AROUND_MESSAGES + 1])
-            items += [
-                store.MemoryItem(
-                    type=UNIT_TYPE, key=unit_key(u.content), content=u.content, expires_in=ttl,
-                    data={
-                        "source": "conversation", "role": message.role, "facts": u.facts,
-                        **({"question": True} if u.question else {}),
-                        **({"update": True} if u.update else {}),
-                    },
-                    source_message=message, source_role=message.role, context=context, around=around, actor=actor,
-                    said_at=store.said_at_of(message),
-                )
-                for u in message_units(message.text, message.role, message.created_at)
-            ]  # fmt: skip
+            for u in message_units(message.text, message.role, message.created_at):
+                claim = claim_of(u.content, message.created_at)
+                about = about_data(claim)
+                items.append(
+                    store.MemoryItem(
+                        type=UNIT_TYPE, key=unit_key(u.content), content=u.content,
+                        # A unit whose own words end its validity (「有效期到6月30日」) ends then.
+                        expires_in=validity_seconds(claim, message.created_at, ttl),
+                        data={
+                            "source": "conversation", "role": message.role, "facts": u.facts,
+                            **({"question": True} if u.question else {}),
+                            **({"update": True} if u.update else {}),
+                            **({"about": about} if about else {}),
+                        },
+                        source_message=message, source_role=message.role, context=context, around=around,
+                        actor=actor, said_at=store.said_at_of(message),
+                    )
+                )  # fmt: skip
         before.insert(0, message.text)
     return items
 
@@ -519,10 +528,16 @@ def _write_turns(tenant: Tenant, wanted: set[tuple[str, str]]) -> int:
             if items:
                 writes.append((session, items))
         embedded = _embedded(tenant, [item for _, items in writes for item in items])
-        store.write_sessions_memories(
+        results = store.write_sessions_memories(
             tenant, [(session, [replace(i, embedding=embedded[i.content]) for i in items]) for session, items in writes]
         )
+        supersede_older(tenant, _created(results))
     return len(pending)
+
+
+def _created(results: Sequence[store.WriteResult]) -> list[Any]:
+    """The units a write stored anew (a refreshed unit said nothing new)."""
+    return [r.memory for r in results if r.outcome != "refreshed"]
 
 
 def _embedded(tenant: Tenant, items: Sequence[store.MemoryItem]) -> dict[str, Any]:

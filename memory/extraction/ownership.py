@@ -110,6 +110,8 @@ _SELF_BY_ROLE = {
     r"账[户号]上?(?:绑定)?的)|您(?:保持|确认|核对|核实)?(?:一下)?(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
     r"[为帮给]您(?:把|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
+    # the account's own default (「默认收货地址已更新为…」): the customer's, whoever set it
+    r"默认(?=收货|收件|配送|地址|联系|手机|电话|邮箱)|"
     r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
     r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }

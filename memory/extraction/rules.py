@@ -216,7 +216,7 @@ _CURRENCIES = {
 _CURRENCY_SYMBOL = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£"}
 _ADDRESS_KEYWORD = re.compile(
     r"(?:收货地址|收件地址|送货地址|地址|住址|住在|寄到|送到|发到|改成|改为|改到|搬到|位于|在)"
-    r"(?:是|为|:|：|改成|改为)?\s*(?P<v>[^，。；！？,;!?\n]{4,60})"
+    r"(?:已?(?:更新|修改|更改|变更|调整)(?:为|成|到)|是|为|:|：|改成|改为)?\s*(?P<v>[^，。；！？,;!?\n]{4,60})"
 )
 # Without a keyword, an address must open with a province or a city right after a pause or a copula:
 # 「不是这个地址，是杭州市西湖区文三路 259 号」.

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import connection
 
 from conversations.models import ChatSession
+from memory.conversation.claims import asked_attrs, claim_of
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
@@ -32,8 +33,8 @@ def _states(memory: dict[str, Any], value: str) -> bool:
 
 
 #: Stateful keys whose value is about one of several things, and the data field naming it: the progress of
-#: BATCH-2031 is not made untrue by BATCH-2107's.
-SUBJECT_FIELDS = {"batch_progress": "task_id"}
+#: BATCH-2031 is not made untrue by BATCH-2107's, nor coupon SAVE20 by a second coupon VIP50.
+SUBJECT_FIELDS = {"batch_progress": "task_id", "coupon": "coupon"}
 
 
 def _subject(key: str, value: str) -> str | None:
@@ -59,6 +60,7 @@ def _stale_units(
     more. With ``query``, only the values it asks about count (``memory.conversation.units.asks_about``): the rest
     of such a unit is as true as it was; ``present``: the query asks how things stand now (``about_now``). One
     query of the current values, only when a unit states such facts."""
+    stale = _changed_units(units, query)
     scope = str(tuning().stale_scope)
     keys = sorted(
         {
@@ -69,7 +71,7 @@ def _stale_units(
         }
     )
     if not keys:
-        return set()
+        return stale
     with connection.cursor() as cursor:
         cursor.execute(_CURRENT_SQL, {**scope_params(tenant, session, as_of), "keys": keys})
         current: dict[str, list[dict[str, Any]]] = {}
@@ -77,7 +79,6 @@ def _stale_units(
             current.setdefault(key, []).append(
                 {"content": content, "data": json.loads(data) if isinstance(data, str) else data}
             )
-    stale = set()
     for unit in units:
         for key, value in (unit.data or {}).get("facts", {}).items():
             if key not in keys:
@@ -95,6 +96,17 @@ def _stale_units(
     return stale
 
 
+def _changed_units(units: list[MemoryUnit], query: str | None) -> set[Any]:
+    """The units among ``units`` a later unit changed in part (``memory.conversation.supersede``: another
+    value of some of their attributes) where ``query`` asks for one of those attributes: for that question
+    the unit gives an old value, however true the rest of it still is."""
+    marked = [u for u in units if (u.data or {}).get("changed")]
+    if not marked or not query:
+        return set()
+    asked = asked_attrs(query)
+    return {u.pk for u in marked if asked & set(u.data["changed"])}
+
+
 # Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).
 # Strictly older: the units of one message share its moment, and neither overtakes the other.
 _PAIRS_SQL = """
@@ -107,13 +119,20 @@ WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NU
 
 
 def overtaken(
-    tenant: Tenant, units: list[MemoryUnit], *, about_now: bool, identifiers: list[str] | None = None
+    tenant: Tenant,
+    units: list[MemoryUnit],
+    *,
+    about_now: bool,
+    identifiers: list[str] | None = None,
+    asked: set[str] | None = None,
 ) -> dict[Any, Any]:
     """Units a newer unit among ``units`` has overtaken, each with the one that did: a unit that changes or
     corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
     about the present — any newer unit at least ``now_similarity`` similar. Where several did, one that
     changes it comes before one merely newer, then the newest. A unit naming an identifier the query quotes
-    is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's."""
+    is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's. Nor is a unit
+    overtaken for a question about an attribute it gives (``asked``, ``claims.asked_attrs``) that the newer one
+    does not give: "6 people instead" leaves "on Friday at 18:30" the answer to "what day"."""
     knobs = tuning()
     updates = {u.pk for u in units if (u.data or {}).get("update")}
     if len(units) < 2 or not (updates or about_now):
@@ -125,8 +144,18 @@ def overtaken(
         pairs = cursor.fetchall()
     overtaken: dict[Any, Any] = {}
     best: dict[Any, tuple[bool, Any, float]] = {}
+    by_id = {u.pk: u for u in units}
+    attrs: dict[Any, set[str]] = {}
+
+    def attrs_of(pk: Any) -> set[str]:
+        if pk not in attrs:
+            attrs[pk] = set(claim_of(by_id[pk].content).attrs)
+        return attrs[pk]
+
     for older, newer, similarity in pairs:
         if older in naming and newer not in naming:
+            continue
+        if asked and (asked & attrs_of(older)) and not (asked & attrs_of(older) & attrs_of(newer)):
             continue
         by_update = newer in updates and similarity >= float(knobs.update_similarity)
         if by_update or (about_now and similarity >= float(knobs.now_similarity)):
@@ -207,6 +236,7 @@ def current_first(
             [h.memory for h in current if is_conversation_key(h.memory.key)],
             about_now=about_now,
             identifiers=query_identifiers(query) if query else None,
+            asked=asked_attrs(query) if query else None,
         ),
     )
     return current + [h for h in kept if h.stale]

@@ -1,0 +1,244 @@
+"""A later statement supersedes an earlier one about the same subject and attribute with another value.
+
+When the writer stores a conversation unit, it compares what the unit states (``memory.conversation.claims``)
+with the customer's earlier current units nearest to it:
+
+- **subjects**: two units naming identifiers, none in common, are about different things and never touch;
+- **attributes**: an attribute both give (a date, a weekday, a time, an amount, a phone, an address, what a
+  count counts), where the new unit gives a value the older did not, is *changed* — when the two are about the
+  same matter: their vectors are close (``SAME_MATTER``), or their masked texts read alike (``SAME_WORDS``), or
+  the new value is a near copy of the old (「4栋2单元301」 → 「4栋1单元301」, the 20th → the 21st: a correction);
+- **status**: a unit with no values that names every identifier of an older one, on the same matter, gives its
+  new state (「工单TS20240318009施工排期中」 → 「工单TS20240318009已完成」).
+
+An older unit all of whose attributes are changed (and whose identifiers the new unit names) is **superseded**:
+its validity ends when the new one was said, ``superseded_at``/``superseded_by`` point at it, and a recall
+``as_of`` an earlier moment still finds it — the same history as a keyed memory's replacement. An older unit
+with other attributes still true keeps them: the changed attributes are noted in its ``data["changed"]``
+(attribute → the unit that changed it), and recall treats it as stale for a question about them.
+
+Whoever said either unit, and however it is phrased, does not matter: the customer's correction, the agent's
+confirmation and a later status are all just later statements.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection
+
+from memory.conversation.claims import Claim, Value, claim_of, masked_similarity
+from memory.models import MemoryUnit
+from memory.store import audit
+from memory.store.audit import Kind, event_row, insert_events, snapshot
+
+logger = logging.getLogger(__name__)
+
+#: Vectors at least this close are statements on the same matter (the units' own model).
+SAME_MATTER = 0.55
+#: Masked texts whose words overlap at least this much (Dice) give the same attribute.
+SAME_WORDS = 0.5
+#: A new value this like the old one (characters in common) is a correction of it.
+NEAR_COPY = 0.8
+#: How many of the customer's earlier units, nearest first, each new unit is compared with; and how far back
+#: (newest first) they are looked for.
+NEIGHBOURS = 24
+WINDOW = 3000
+#: A unit at most this many messages after another in the same session is on the same matter when it gives one
+#: of its attributes another value ("How about 18:45 instead?" after "a table for 2 at 19:45"): a conversation
+#: changes what it is settling as it goes.
+NEARBY = 8
+#: Vectors at least this close, for two statements naming the same identifier and stating no value: a later
+#: state of the same thing.
+SAME_THING = 0.4
+
+# The customer's current conversation units said before each new unit, nearest first. The window is the
+# customer's newest units (an index range scan), ranked exactly; a unit of the same message never supersedes
+# another (they were said at one moment).
+_NEIGHBOURS_SQL = f"""
+SELECT n.id, o.id, o.content, o.data, o.created_at,
+       COALESCE(om.session_id = nm.session_id AND nm.seq - om.seq <= {NEARBY}, false), 1 - (o.embedding <=> n.embedding)
+FROM memory_memoryunit n
+LEFT JOIN chat_message nm ON nm.tenant_id = n.tenant_id AND nm.id = n.source_message_id
+CROSS JOIN LATERAL (
+    SELECT w.* FROM (
+        SELECT o.* FROM memory_memoryunit o
+        WHERE o.tenant_id = n.tenant_id AND o.end_user_id = n.end_user_id AND o.key LIKE 'conversation:%%'
+          AND o.superseded_at IS NULL AND o.created_at < n.created_at AND o.expires_at > n.created_at
+          AND o.id <> n.id AND o.source_message_id IS DISTINCT FROM n.source_message_id
+          AND o.embedding IS NOT NULL AND o.embedding_model = n.embedding_model
+        ORDER BY o.created_at DESC LIMIT {WINDOW}
+    ) w ORDER BY w.embedding <=> n.embedding LIMIT {NEIGHBOURS}
+) o
+LEFT JOIN chat_message om ON om.tenant_id = o.tenant_id AND om.id = o.source_message_id
+WHERE n.tenant_id = %(tenant)s AND n.id = ANY(%(ids)s) AND n.embedding IS NOT NULL
+"""  # noqa: S608 - our own constants, no input
+# The customer's current units naming an identifier (a ticket's status weeks later is not among the nearest).
+_NAMING_SQL = f"""
+SELECT o.id, o.content, o.data, o.created_at, false
+FROM memory_memoryunit o
+WHERE o.tenant_id = %(tenant)s AND o.end_user_id = %(end_user)s AND o.key LIKE 'conversation:%%'
+  AND o.superseded_at IS NULL AND o.created_at < %(at)s AND o.expires_at > %(at)s
+  AND o.source_message_id IS DISTINCT FROM %(source)s AND upper(o.content) LIKE ANY(%(patterns)s)
+ORDER BY o.created_at DESC LIMIT {NEIGHBOURS}
+"""  # noqa: S608 - our own constants, no input
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a newer unit does to an older one: ``changed`` attributes, and whether the older is ``superseded``
+    as a whole."""
+
+    changed: frozenset[str]
+    superseded: bool
+
+
+def _near_copy(old: set[str], new: set[str], kind: str) -> bool:
+    """Whether a new value is a near copy of an old one: a correction rather than another thing."""
+    for a in old:
+        for b in new:
+            if kind == "date":
+                # 「8月20号」 → "the 21st": a day of an unnamed month is compared by its day
+                da, db = a[-2:], b[-2:]
+                if (
+                    da.isdigit()
+                    and db.isdigit()
+                    and 0 < abs(int(da) - int(db)) <= 3
+                    and (a[:2] == b[:2] or "--" in (a[:2], b[:2]))
+                ):
+                    return True
+                continue
+            if kind in ("address", "phone", "email") and difflib.SequenceMatcher(None, a, b).ratio() >= NEAR_COPY:
+                return True
+    return False
+
+
+def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) -> Verdict | None:
+    """What ``new`` (said later) does to ``old``; None when it leaves it as it was. ``similarity``: the cosine
+    of their vectors; ``nearby``: ``new`` was said a few messages after ``old`` in the same session."""
+    if old.subjects and new.subjects and not (old.subjects & new.subjects):
+        return None  # about different things
+    same_matter = nearby or similarity >= SAME_MATTER or masked_similarity(old, new) >= SAME_WORDS
+    old_attrs, new_attrs = old.attrs, new.attrs
+    changed = set()
+    for attr, values in new_attrs.items():
+        before = old_attrs.get(attr)
+        if not before or not (values - before):
+            continue
+        kind = next(v.kind for v in new.values if v.attr == attr)
+        if same_matter or _near_copy(before, values - before, kind):
+            changed.add(attr)
+    names_all = old.subjects <= new.subjects
+    if changed:
+        return Verdict(frozenset(changed), superseded=set(old_attrs) <= changed and names_all)
+    if old.subjects and names_all and not old.values and not new.values and similarity >= SAME_THING:
+        return Verdict(frozenset({"status"}), superseded=True)  # a later state of the same thing
+    return None
+
+
+def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[tuple[Any, str, Any, datetime, float, bool]]]:
+    """For each new unit, the earlier units to compare it with: ``(id, content, data, created_at, similarity,
+    nearby)`` — ``nearby``: said shortly before it in the same session."""
+    out: dict[Any, list[tuple[Any, str, Any, datetime, float, bool]]] = {u.pk: [] for u in new}
+    with connection.cursor() as cursor:
+        cursor.execute(_NEIGHBOURS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in new]})
+        for new_id, old_id, content, data, created_at, nearby, similarity in cursor.fetchall():
+            out[new_id].append((old_id, content, data, created_at, float(similarity), bool(nearby)))
+        for unit in new:
+            subjects = (unit.data or {}).get("about", {}).get("subjects") or []
+            if not subjects:
+                continue
+            seen = {row[0] for row in out[unit.pk]}
+            cursor.execute(
+                _NAMING_SQL,
+                {
+                    "tenant": tenant.pk, "end_user": unit.end_user_id, "at": unit.created_at,
+                    "source": unit.source_message_id, "patterns": [f"%{s}%" for s in subjects],
+                },
+            )  # fmt: skip
+            for old_id, content, data, created_at, nearby in cursor.fetchall():
+                if old_id not in seen:
+                    out[unit.pk].append((old_id, content, data, created_at, 0.0, bool(nearby)))
+    return out
+
+
+def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
+    """Apply what each of ``new`` (stored conversation units, with vectors) does to the customer's earlier
+    units, in the caller's transaction: supersede those it replaces, note the changed attributes of those it
+    changes in part. Returns how many earlier units it superseded."""
+    new = [
+        u
+        for u in new
+        if (u.data or {}).get("about", {}).get("values") or (u.data or {}).get("about", {}).get("subjects")
+    ]
+    if not new:
+        return 0
+    candidates = _candidates(tenant, new)
+    ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
+    for unit in sorted(new, key=lambda u: u.created_at):
+        if (unit.data or {}).get("question") and not (unit.data or {}).get("about", {}).get("values"):
+            continue
+        claim = claim_of(unit.content, unit.created_at)
+        for old_id, content, _data, created_at, similarity, nearby in candidates.get(unit.pk, []):
+            verdict = judge(claim_of(content, created_at), claim, similarity, nearby=nearby)
+            logger.debug("%r vs earlier %r: similarity %.3f, %s", unit.content, content, similarity, verdict)
+            if verdict is None:
+                continue
+            was = ends.get(old_id)
+            if was is None or (verdict.superseded and not was[1].superseded):
+                ends[old_id] = (unit, verdict)
+            elif not was[1].superseded:
+                ends[old_id] = (was[0], Verdict(was[1].changed | verdict.changed, superseded=False))
+    if not ends:
+        return 0
+    rows = {m.pk: m for m in MemoryUnit.objects.for_tenant(tenant).select_for_update().filter(pk__in=list(ends))}
+    events, superseded = [], 0
+    for old_id, (unit, verdict) in ends.items():
+        row = rows.get(old_id)
+        if row is None or row.superseded_at is not None:
+            continue
+        before = snapshot(row)
+        if verdict.superseded:
+            at = unit.created_at
+            row.superseded_at, row.superseded_by = at, unit
+            row.expires_at = max(min(row.expires_at, at), row.created_at)
+            row.updated_at = max(row.updated_at, at)
+            row.save(update_fields=["superseded_at", "superseded_by", "expires_at", "updated_at"])
+            note = f"superseded by {unit.pk}"
+            events.append(event_row(row, Kind.REPLACE, audit.SYSTEM, before=before, after=snapshot(unit), note=note))
+            superseded += 1
+        else:
+            data = dict(row.data or {})
+            changed = dict(data.get("changed") or {})
+            changed.update({attr: str(unit.pk) for attr in verdict.changed})
+            data["changed"] = changed
+            row.data = data
+            row.save(update_fields=["data"])
+            note = f"{', '.join(sorted(verdict.changed))} changed by {unit.pk}"
+            events.append(event_row(row, Kind.EDIT, audit.SYSTEM, before=before, after=snapshot(row), note=note))
+    insert_events(events)
+    return superseded
+
+
+def validity_seconds(claim: Claim, said: datetime, ttl: int) -> int:
+    """A unit's lifetime from ``said``: the retention ``ttl``, or less when its own words end it sooner (a
+    validity that ended before it was said is history, and keeps the retention)."""
+    if claim.valid_until is None or claim.valid_until <= said:
+        return ttl
+    return max(1, min(ttl, int((claim.valid_until - said) / timedelta(seconds=1))))
+
+
+def about_data(claim: Claim) -> dict[str, Any] | None:
+    """The stored form of a unit's claim, or None when it states no value and names nothing."""
+    if not claim.values and not claim.subjects:
+        return None
+    return json.loads(json.dumps(claim.to_data()))
+
+
+__all__ = ["Value", "Verdict", "about_data", "judge", "supersede_older", "validity_seconds"]

@@ -1,0 +1,279 @@
+"""Memory knows what is true now: a later statement about the same thing with another value supersedes the earlier
+one, whoever says it and however it is phrased; a validity stated in words ends a statement then (docs/memory.md,
+"What is true now").
+
+Every turn goes through ``POST /api/v1/sessions/<id>/messages`` (``chat.turn.run.run_turn``) with the fake Ollama
+answering as the agent; questions go through ``POST /api/v1/memories/recall`` from a new session of the same
+customer, now and ``as_of`` a moment between the two statements; the next prompt is read from the fake Ollama.
+Chinese (``acme``) and English (``globex``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from memory.models import MemoryUnit
+from tenants.rls import tenant_scope
+from testkit.fake_ollama import Reply
+from tests.factories import TenantCtx, open_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _session(ctx: TenantCtx, fake: Any, end_user: str, turns: list[tuple[str, str]]) -> str:
+    """One chat session of ``end_user``: each (customer, agent) pair is a turn."""
+    sid = open_session(ctx, end_user)["session_id"]
+    for user, agent in turns:
+        fake.script(Reply(text=agent))
+        response = ctx.client.post(f"/api/v1/sessions/{sid}/messages", {"text": user}, format="json")
+        assert response.status_code == 200, response.content
+    return sid
+
+
+def _recall(ctx: TenantCtx, end_user: str, query: str, as_of: Any = None) -> list[dict[str, Any]]:
+    """The results recalled for ``query`` from a new session of ``end_user``, best first."""
+    sid = open_session(ctx, end_user)["session_id"]
+    body: dict[str, Any] = {"query": query, "k": 5}
+    if as_of is not None:
+        body["as_of"] = as_of.isoformat()
+    response = ctx.client.post("/api/v1/memories/recall", body, format="json", HTTP_X_SESSION_ID=sid)
+    assert response.status_code == 200, response.content
+    return response.json()["results"]
+
+
+def _contents(results: list[dict[str, Any]]) -> list[str]:
+    return [r["memory"]["content"] for r in results]
+
+
+def _current(results: list[dict[str, Any]]) -> list[str]:
+    """The contents recall says are current."""
+    return [r["memory"]["content"] for r in results if r.get("current", True)]
+
+
+def _said_at(ctx: TenantCtx, needle: str) -> Any:
+    """When the customer's unit naming ``needle`` was stored (a moment it was true)."""
+    with tenant_scope(ctx.tenant):
+        unit = (
+            MemoryUnit.objects.for_tenant(ctx.tenant)
+            .filter(key__startswith="conversation:", content__contains=needle)
+            .order_by("created_at")
+            .first()
+        )
+    assert unit is not None, needle
+    return unit.created_at
+
+
+def _next_prompt(ctx: TenantCtx, fake: Any, end_user: str, text: str) -> str:
+    """The system part of the prompt the model gets for ``text`` in a new session of ``end_user``."""
+    sid = open_session(ctx, end_user)["session_id"]
+    fake.script(Reply(text="好的。"))
+    response = ctx.client.post(f"/api/v1/sessions/{sid}/messages", {"text": text}, format="json")
+    assert response.status_code == 200, response.content
+    messages = fake.chat_requests[-1]["messages"]
+    return "\n".join(m["content"] for m in messages if m["role"] == "system")
+
+
+def _assert_current_first(results: list[dict[str, Any]], new: str, old: str) -> None:
+    """``new`` is the top result and ``old`` is not served as current."""
+    contents = _contents(results)
+    assert contents, results
+    assert new in contents[0], contents
+    assert not any(old in c for c in _current(results)), results
+
+
+# --- the agent's confirmed correction ------------------------------------------------------------------
+
+
+def test_the_agents_confirmed_address_replaces_what_the_customer_typed(acme, fake_ollama):
+    # given a customer who types an address and an agent who confirms it corrected
+    _session(
+        acme, fake_ollama, "addr-zh",
+        [("以后默认送我家：北京市朝阳区望京花园4栋2单元301",
+          "默认收货地址已更新为北京市朝阳区望京花园4栋1单元301，请您确认。")],
+    )  # fmt: skip
+    before = _said_at(acme, "4栋2单元301")
+    # when the customer asks where things are sent now
+    results = _recall(acme, "addr-zh", "我的默认收货地址是哪里？")
+    # then the confirmed address comes first, the typed one is not current
+    _assert_current_first(results, "4栋1单元301", "4栋2单元301")
+    # and as of the moment before the confirmation, the typed one was what the customer had said
+    assert any("4栋2单元301" in c for c in _contents(_recall(acme, "addr-zh", "我的默认收货地址是哪里？", before)))
+    # and the next prompt's anchor keys the confirmed address
+    prompt = _next_prompt(acme, fake_ollama, "addr-zh", "帮我看看快递送到哪")
+    anchor = prompt.split("\n", 1)[0]
+    assert "4栋1单元301" in anchor, anchor
+    assert "4栋2单元301" not in anchor, anchor
+
+
+def test_the_agents_confirmed_address_replaces_what_the_customer_typed_in_english(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "addr-en",
+        [("Please ship everything to my home from now on: 12 Mill Road, Cambridge",
+          "I've updated your address to 14 Mill Road, Cambridge. Please check it.")],
+    )  # fmt: skip
+    before = _said_at(globex, "12 Mill Road")
+    results = _recall(globex, "addr-en", "What is my delivery address?")
+    _assert_current_first(results, "14 Mill Road", "12 Mill Road")
+    then = _contents(_recall(globex, "addr-en", "What is my address?", before))
+    assert any("12 Mill Road" in c for c in then)
+    anchor = _next_prompt(globex, fake_ollama, "addr-en", "Where will my parcel go?").split("\n", 1)[0]
+    assert "14 Mill Road" in anchor, anchor
+    assert "12 Mill Road" not in anchor, anchor
+
+
+# --- "I said the 20th — sorry, the 21st" -----------------------------------------------------------
+
+
+def test_the_customers_own_correction_of_a_date_wins(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "date-zh",
+        [("帮我订一张去上海的往返机票", "好的，请问回程是哪天？"),
+         ("要的，回程是8月20号", "好的，回程8月20号。"),
+         ("不对，我说错了，是8月21号", "已为您改为8月21号。")],
+    )  # fmt: skip
+    between = _said_at(acme, "回程是8月20号")
+    results = _recall(acme, "date-zh", "我的回程是哪天？")
+    contents = _contents(results)
+    assert "21" in contents[0], contents
+    assert not any("8月20号" in c for c in _current(results)), results
+    # as of before the correction, the 20th was the return date
+    assert any("8月20号" in c for c in _contents(_recall(acme, "date-zh", "我的回程是哪天？", between)))
+    prompt = _next_prompt(acme, fake_ollama, "date-zh", "我的回程航班是几号？")
+    assert "8月21号" in prompt, prompt
+
+
+def test_the_customers_own_correction_of_a_date_wins_in_english(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "date-en",
+        [("I need a return flight to Edinburgh", "Sure, which day do you come back?"),
+         ("Coming back on the 20th", "Noted, returning on the 20th."),
+         ("I said the 20th - sorry, I meant the 21st", "No problem, returning on the 21st.")],
+    )  # fmt: skip
+    between = _said_at(globex, "Coming back on the 20th")
+    results = _recall(globex, "date-en", "Which day do I come back?")
+    assert "21st" in _contents(results)[0], _contents(results)
+    assert not any("20th" in c and "21st" not in c for c in _current(results)), results
+    assert any("on the 20th" in c for c in _contents(_recall(globex, "date-en", "Which day do I come back?", between)))
+    prompt = _next_prompt(globex, fake_ollama, "date-en", "When is my return flight?")
+    assert "21st" in prompt, prompt
+
+
+# --- two coupons, one expired -----------------------------------------------------------------------------
+
+
+def _day(offset: int) -> Any:
+    return timezone.localtime() + timedelta(days=offset)
+
+
+def test_an_expired_coupon_is_not_offered_after_its_date(acme, fake_ollama):
+    first, second = _day(3), _day(30)
+    _session(
+        acme, fake_ollama, "coupon-zh",
+        [("我的优惠券还能用吗？", f"这张券DX80有效期到{first.month}月{first.day}日，满100减20。"),
+         ("还有别的券吗？", f"补发了一张会员日券JUL50，满200减50，有效期到{second.month}月{second.day}日。")],
+    )  # fmt: skip
+    # asked after the first one ended
+    later = _day(5)
+    results = _recall(acme, "coupon-zh", "哪张优惠券现在还能用？", later)
+    assert "JUL50" in _contents(results)[0], _contents(results)
+    assert not any("DX80" in c for c in _current(results)), results
+    # today, both are valid
+    assert any("DX80" in c for c in _current(_recall(acme, "coupon-zh", "DX80这张券还能用吗？")))
+
+
+def test_an_expired_coupon_is_not_offered_after_its_date_in_english(globex, fake_ollama):
+    first, second = _day(3), _day(30)
+    _session(
+        globex, fake_ollama, "coupon-en",
+        [("Do I have any coupons?", f"Your coupon SAVE20 is valid until {first:%B} {first.day}, 20% off."),
+         ("Anything else?", f"We also sent you coupon VIP50, valid until {second:%B} {second.day}, 50 off over 200.")],
+    )  # fmt: skip
+    results = _recall(globex, "coupon-en", "Which coupon can I still use?", _day(5))
+    assert "VIP50" in _contents(results)[0], _contents(results)
+    assert not any("SAVE20" in c for c in _current(results)), results
+    assert any("SAVE20" in c for c in _current(_recall(globex, "coupon-en", "Is coupon SAVE20 still valid?")))
+
+
+# --- a ticket's status ---------------------------------------------------------------------------------------
+
+
+def test_a_tickets_later_status_supersedes_the_earlier(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "ticket-zh",
+        [("我家宽带断了好几天了", "已为您提交报修，工单TS20240318009，目前施工排期中。")],
+    )  # fmt: skip
+    between = _said_at(acme, "施工排期中")
+    _session(
+        acme, fake_ollama, "ticket-zh",
+        [("我的报修有进展了吗？", "工单TS20240318009已完成，宽带已恢复。")],
+    )  # fmt: skip
+    results = _recall(acme, "ticket-zh", "工单TS20240318009现在什么状态？")
+    assert "已完成" in _contents(results)[0], _contents(results)
+    assert not any("施工排期中" in c for c in _current(results)), results
+    then = _contents(_recall(acme, "ticket-zh", "工单TS20240318009什么状态？", between))
+    assert any("施工排期中" in c for c in then)
+    prompt = _next_prompt(acme, fake_ollama, "ticket-zh", "TS20240318009这个工单修好了吗？")
+    assert "已完成" in prompt, prompt
+    assert "施工排期中" not in prompt, prompt
+
+
+def test_a_tickets_later_status_supersedes_the_earlier_in_english(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "ticket-en",
+        [("My internet has been down for days",
+          "I've opened repair ticket TK55012: an engineer visit is being scheduled.")],
+    )  # fmt: skip
+    between = _said_at(globex, "being scheduled")
+    _session(
+        globex, fake_ollama, "ticket-en",
+        [("Any news on my repair?", "Ticket TK55012 is resolved: the line was repaired this morning.")],
+    )  # fmt: skip
+    results = _recall(globex, "ticket-en", "What is the status of ticket TK55012?")
+    assert "resolved" in _contents(results)[0], _contents(results)
+    assert not any("being scheduled" in c for c in _current(results)), results
+    then = _contents(_recall(globex, "ticket-en", "TK55012 status?", between))
+    assert any("being scheduled" in c for c in then)
+    prompt = _next_prompt(globex, fake_ollama, "ticket-en", "Is TK55012 fixed?")
+    assert "resolved" in prompt, prompt
+    assert "being scheduled" not in prompt, prompt
+
+
+# --- a booking for 4 people changed to 6 --------------------------------------------------------------------
+
+
+def test_a_booking_changed_from_four_to_six_people(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "party-en",
+        [("I need a table for 4 people on Friday at 18:30", "Done: a table for 4 people on Friday at 18:30."),
+         ("Can you change it to 6 people instead?", "Of course, the table is now for 6 people.")],
+    )  # fmt: skip
+    between = _said_at(globex, "table for 4 people")
+    results = _recall(globex, "party-en", "How many people is my table for?")
+    assert "6 people" in _contents(results)[0], _contents(results)
+    assert not any("4 people" in c for c in _current(results)), results
+    assert any(
+        "4 people" in c for c in _contents(_recall(globex, "party-en", "How many people is my table for?", between))
+    )
+    # what the change did not touch is still true: the day and time
+    assert any("18:30" in c for c in _current(_recall(globex, "party-en", "What day is my table?")))
+    prompt = _next_prompt(globex, fake_ollama, "party-en", "How many people did I book for?")
+    assert "6 people" in prompt, prompt
+
+
+def test_a_booking_changed_from_four_to_six_people_in_chinese(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "party-zh",
+        [("帮我订周五晚上6点半的位子，我们4个人", "好的，已为您预订周五18:30，4个人。"),
+         ("能改成6个人吗？", "可以，已为您改为6个人。")],
+    )  # fmt: skip
+    between = _said_at(acme, "我们4个人")
+    results = _recall(acme, "party-zh", "我订的位子是几个人？")
+    assert "6个人" in _contents(results)[0], _contents(results)
+    assert not any("4个人" in c for c in _current(results)), results
+    assert any("4个人" in c for c in _contents(_recall(acme, "party-zh", "我订的位子是几个人？", between)))
+    prompt = _next_prompt(acme, fake_ollama, "party-zh", "我订了几个人的位子？")
+    assert "6个人" in prompt, prompt
