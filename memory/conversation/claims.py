@@ -62,8 +62,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "address",
         re.compile(
-            r"[\u4e00-\u9fff\dA-Za-z]{0,16}?(?:[省市区县镇]|[路街道巷])[\u4e00-\u9fff\dA-Za-z]{0,20}?\d+\s*(?:号楼|号院|号|栋|幢|单元|室|楼|层|座)"
-            r"(?:[\u4e00-\u9fff]{0,6}?\d+\s*(?:号楼|号院|号|栋|幢|单元|室|楼|层|座)?)*"
+            r"[\u4e00-\u9fff\dA-Za-z]{0,16}?(?:[省市区县镇]|[路街道巷])[\u4e00-\u9fff\dA-Za-z ]{0,20}?\d+\s*"
+            r"(?:号楼|号院|号|栋|幢|单元|室|楼|层|座)"
+            r"(?:[\u4e00-\u9fff ]{0,6}?\d+\s*(?:号楼|号院|号|栋|幢|单元|室|楼|层|座)?)*"
             r"|\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Dr|Way|Close|Court|Place|Boulevard|Blvd)\b\.?"
         ),
     ),
@@ -101,7 +102,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 #: Counts: a number and what it counts. Chinese: a measure word (「4个人」, 「两晚」, 「3张」); English: the noun after
 #: the number ("6 people", "2 nights").
 _COUNT_ZH = re.compile(
-    rf"(?P<n>\d+|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人)"
+    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟))"
 )
 _COUNT_EN = re.compile(
     rf"(?i)\b(?P<n>{_EN_NUMBER})[ -](?:(?:more|extra|adult|single|double|twin)\s+)?(?P<m>[a-z]{{3,}})\b"
@@ -139,6 +140,8 @@ _VALID_DAYS = re.compile(
     r"|(?i:\b(?:valid|good)\s+for\s+(?P<en>\d+|one|two|three|seven|ten|thirty)\s+(?P<eu>days?|weeks?|months?|hours?)\b)"
 )
 
+_HOUSE_NUMBER = re.compile(r"[路街道巷弄村里]\s*$")
+_BUILDING_AFTER = re.compile(r"\s*\d|\s*[\u4e00-\u9fff]{0,3}[楼栋幢座单元室院]")
 _ADDRESS_LEAD = re.compile(r"^.*(?:为|是|到|在|成|：|:|住|送|寄|发)(?=.*?[省市区县路街])")
 _MASK_TOKEN = re.compile(r"⟨\w+⟩")
 _WORD = re.compile(r"[A-Za-z]+|[\u4e00-\u9fff]")
@@ -307,6 +310,9 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
             raw = m.group(0).strip()
             if not raw or not _free(taken, start, end):
                 continue
+            bare_day = kind == "date" and re.fullmatch(r"\d{1,2}\s*[号日]", raw)
+            if bare_day and (_HOUSE_NUMBER.search(text[:start]) or _BUILDING_AFTER.match(text, end)):
+                continue  # 「湖南路 15 号」, 「15 号 3 栋」: a house number, not a day
             if (
                 kind == "time"
                 and re.fullmatch(r"\d{1,2}\s*点", raw)
@@ -323,9 +329,10 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
     for m in _COUNT_ZH.finditer(text):
         if not _free(taken, m.start(), m.end()):
             continue
-        n = _number(m.group("n"))
-        if n is None:
-            continue
+        raw_n = m.group("n")
+        n = raw_n if re.fullmatch(r"\d+(?:\.\d+)?", raw_n) else _number(raw_n)
+        if n is None or (m.group("m") == "个" and str(n) == "1"):
+            continue  # 「找一个…」: an article, not a count
         measure = _COUNT_MEASURES_ZH.get(m.group("m"), m.group("m"))
         taken.append(m.span())
         out.append(Value("count", f"count:{measure}", m.group(0), str(n), m.start(), m.end()))
@@ -448,7 +455,7 @@ def masked_similarity(a: Claim, b: Claim) -> float:
 
 
 _ASKS_COUNT_EN = re.compile(r"(?i)\bhow\s+many\s+(?P<m>[a-z]+)|\bnumber\s+of\s+(?P<m2>[a-z]+)")
-_ASKS_COUNT_ZH = re.compile(r"(?:几|多少)\s*(?P<m>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人)")
+_ASKS_COUNT_ZH = re.compile(r"(?:几|多少)\s*(?P<m>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟))")
 _ASKS = (
     (
         {"date", "weekday"},

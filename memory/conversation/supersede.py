@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 from django.db import connection
 
 from memory.conversation.claims import Claim, Value, claim_of, masked_similarity
 from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
+from memory.topics.domains import classify, named_domains
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,8 @@ logger = logging.getLogger(__name__)
 SAME_MATTER = 0.55
 #: Masked texts whose words overlap at least this much (Dice) give the same attribute.
 SAME_WORDS = 0.5
+#: Values that identify someone or somewhere: changed only by a near copy (a correction).
+IDENTITY_KINDS = frozenset({"phone", "email", "address"})
 #: A new value this like the old one (characters in common) is a correction of it.
 NEAR_COPY = 0.8
 #: How many of the customer's earlier units, nearest first, each new unit is compared with; and how far back
@@ -57,13 +61,16 @@ NEARBY = 8
 #: Vectors at least this close, for two statements naming the same identifier and stating no value: a later
 #: state of the same thing.
 SAME_THING = 0.4
+#: A unit whose own words show no matter (domain) takes the last one shown in its session this many messages back.
+CONTEXT = 6
 
 # The customer's current conversation units said before each new unit, nearest first. The window is the
 # customer's newest units (an index range scan), ranked exactly; a unit of the same message never supersedes
 # another (they were said at one moment).
 _NEIGHBOURS_SQL = f"""
 SELECT n.id, o.id, o.content, o.data, o.created_at,
-       COALESCE(om.session_id = nm.session_id AND nm.seq - om.seq <= {NEARBY}, false), 1 - (o.embedding <=> n.embedding)
+       COALESCE(om.session_id = nm.session_id AND nm.seq - om.seq <= {NEARBY}, false),
+       1 - (o.embedding <=> n.embedding), om.session_id, om.seq, o.embedding::text
 FROM memory_memoryunit n
 LEFT JOIN chat_message nm ON nm.tenant_id = n.tenant_id AND nm.id = n.source_message_id
 CROSS JOIN LATERAL (
@@ -81,12 +88,23 @@ WHERE n.tenant_id = %(tenant)s AND n.id = ANY(%(ids)s) AND n.embedding IS NOT NU
 """  # noqa: S608 - our own constants, no input
 # The customer's current units naming an identifier (a ticket's status weeks later is not among the nearest).
 _NAMING_SQL = f"""
-SELECT o.id, o.content, o.data, o.created_at, false
+SELECT o.id, o.content, o.data, o.created_at, false, 0.0, NULL::uuid, NULL::integer, o.embedding::text
 FROM memory_memoryunit o
 WHERE o.tenant_id = %(tenant)s AND o.end_user_id = %(end_user)s AND o.key LIKE 'conversation:%%'
   AND o.superseded_at IS NULL AND o.created_at < %(at)s AND o.expires_at > %(at)s
   AND o.source_message_id IS DISTINCT FROM %(source)s AND upper(o.content) LIKE ANY(%(patterns)s)
 ORDER BY o.created_at DESC LIMIT {NEIGHBOURS}
+"""  # noqa: S608 - our own constants, no input
+# The units of the new units' sessions said up to a few messages before them (and their own message's): where a
+# brief unit's matter is read from (「How about 18:45?」 is about the table the turns before it discussed).
+_SESSION_SQL = f"""
+SELECT o.id, m.session_id, m.seq, o.embedding::text, o.embedding_model
+FROM memory_memoryunit o
+JOIN chat_message m ON m.tenant_id = o.tenant_id AND m.id = o.source_message_id
+JOIN (
+    SELECT nm.session_id, nm.seq FROM chat_message nm WHERE nm.tenant_id = %(tenant)s AND nm.id = ANY(%(messages)s)
+) n ON n.session_id = m.session_id AND m.seq BETWEEN n.seq - {NEARBY + CONTEXT} AND n.seq
+WHERE o.tenant_id = %(tenant)s AND o.key LIKE 'conversation:%%' AND o.embedding IS NOT NULL
 """  # noqa: S608 - our own constants, no input
 
 
@@ -132,7 +150,10 @@ def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) ->
         if not before or not (values - before):
             continue
         kind = next(v.kind for v in new.values if v.attr == attr)
-        if same_matter or _near_copy(before, values - before, kind):
+        # A phone, an e-mail or an address is someone's: another one said later is usually someone else's (the
+        # claims centre's number, then the spouse's). Only a near copy corrects it; a real change of the
+        # customer's own is a keyed fact's (memory.extraction), whose current value makes the old unit stale.
+        if (same_matter and kind not in IDENTITY_KINDS) or _near_copy(before, values - before, kind):
             changed.add(attr)
     names_all = old.subjects <= new.subjects
     if changed:
@@ -142,19 +163,46 @@ def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) ->
     return None
 
 
-def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[tuple[Any, str, Any, datetime, float, bool]]]:
-    """For each new unit, the earlier units to compare it with: ``(id, content, data, created_at, similarity,
-    nearby)`` — ``nearby``: said shortly before it in the same session."""
-    out: dict[Any, list[tuple[Any, str, Any, datetime, float, bool]]] = {u.pk: [] for u in new}
+@dataclass(frozen=True)
+class _Earlier:
+    """An earlier unit to compare a new one with."""
+
+    id: Any
+    content: str
+    created_at: datetime
+    similarity: float
+    nearby: bool
+    session_id: Any
+    seq: int | None
+    vector: str | None
+
+
+def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earlier]]:
+    """For each new unit, the earlier units to compare it with (``nearby``: said shortly before it in the same
+    session)."""
+    out: dict[Any, list[_Earlier]] = {u.pk: [] for u in new}
     with connection.cursor() as cursor:
         cursor.execute(_NEIGHBOURS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in new]})
-        for new_id, old_id, content, data, created_at, nearby, similarity in cursor.fetchall():
-            out[new_id].append((old_id, content, data, created_at, float(similarity), bool(nearby)))
+        for (
+            new_id,
+            old_id,
+            content,
+            _data,
+            created_at,
+            nearby,
+            similarity,
+            session_id,
+            seq,
+            vector,
+        ) in cursor.fetchall():
+            out[new_id].append(
+                _Earlier(old_id, content, created_at, float(similarity), bool(nearby), session_id, seq, vector)
+            )
         for unit in new:
             subjects = (unit.data or {}).get("about", {}).get("subjects") or []
             if not subjects:
                 continue
-            seen = {row[0] for row in out[unit.pk]}
+            seen = {e.id for e in out[unit.pk]}
             cursor.execute(
                 _NAMING_SQL,
                 {
@@ -162,10 +210,61 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[tuple[
                     "source": unit.source_message_id, "patterns": [f"%{s}%" for s in subjects],
                 },
             )  # fmt: skip
-            for old_id, content, data, created_at, nearby in cursor.fetchall():
+            for old_id, content, _data, created_at, nearby, similarity, session_id, seq, vector in cursor.fetchall():
                 if old_id not in seen:
-                    out[unit.pk].append((old_id, content, data, created_at, 0.0, bool(nearby)))
+                    out[unit.pk].append(
+                        _Earlier(old_id, content, created_at, float(similarity), nearby, session_id, seq, vector)
+                    )
     return out
+
+
+def _vector(raw: Any) -> np.ndarray | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return np.asarray(json.loads(raw), dtype=np.float32)
+    return np.asarray(raw, dtype=np.float32)
+
+
+class _Matters:
+    """The matter (``memory.topics.domains``) of units: a unit's own when its words show one, else the last one
+    shown in its session up to ``CONTEXT`` messages before it. None when neither shows one."""
+
+    def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
+        self._own: dict[Any, str | None] = {}
+        self._at: dict[Any, list[tuple[int, Any]]] = {}  # session → [(seq, unit id)]
+        self._where: dict[Any, tuple[Any, int]] = {}
+        messages = [u.source_message_id for u in new if u.source_message_id]
+        if not messages:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(_SESSION_SQL, {"tenant": tenant.pk, "messages": messages})
+            for unit_id, session_id, seq, vector, model in cursor.fetchall():
+                self._note(unit_id, session_id, seq, vector, model)
+
+    def _note(self, unit_id: Any, session_id: Any, seq: int | None, vector: Any, model: str) -> None:
+        if unit_id in self._own:
+            return
+        guess = classify(_vector(vector), model) if vector is not None else None
+        self._own[unit_id] = guess.domain if guess else None
+        if session_id is not None and seq is not None:
+            self._at.setdefault(session_id, []).append((seq, unit_id))
+            self._where[unit_id] = (session_id, seq)
+
+    def note(self, earlier: _Earlier, model: str) -> None:
+        self._note(earlier.id, earlier.session_id, earlier.seq, earlier.vector, model)
+
+    def of(self, unit_id: Any) -> str | None:
+        own = self._own.get(unit_id)
+        if own is not None or unit_id not in self._where:
+            return own
+        session_id, seq = self._where[unit_id]
+        before = sorted(
+            ((s, self._own.get(u)) for s, u in self._at.get(session_id, []) if seq - CONTEXT <= s <= seq),
+            key=lambda pair: pair[0],
+        )
+        shown = [d for _, d in before if d is not None]
+        return shown[-1] if shown else None
 
 
 def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
@@ -180,14 +279,28 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
     if not new:
         return 0
     candidates = _candidates(tenant, new)
+    matters = _Matters(tenant, new)
     ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
     for unit in sorted(new, key=lambda u: u.created_at):
         if (unit.data or {}).get("question") and not (unit.data or {}).get("about", {}).get("values"):
             continue
         claim = claim_of(unit.content, unit.created_at)
-        for old_id, content, _data, created_at, similarity, nearby in candidates.get(unit.pk, []):
-            verdict = judge(claim_of(content, created_at), claim, similarity, nearby=nearby)
-            logger.debug("%r vs earlier %r: similarity %.3f, %s", unit.content, content, similarity, verdict)
+        matter = matters.of(unit.pk)
+        named = named_domains(unit.content)
+        for earlier in candidates.get(unit.pk, []):
+            matters.note(earlier, unit.embedding_model)
+            other = matters.of(earlier.id)
+            if matter is not None and other is not None and matter != other:
+                continue  # a hotel's day and a train's day are different attributes
+            old_id = earlier.id
+            # A unit that names a matter of its own ("a train arriving by 10:00") opens it: what was said just
+            # before about an unknown matter is not changed by its being near.
+            nearby = earlier.nearby and not (named and other not in named)
+            verdict = judge(claim_of(earlier.content, earlier.created_at), claim, earlier.similarity, nearby=nearby)
+            logger.debug(
+                "%r (%s) vs earlier %r (%s): similarity %.3f, %s",
+                unit.content, matter, earlier.content, other, earlier.similarity, verdict,
+            )  # fmt: skip
             if verdict is None:
                 continue
             was = ends.get(old_id)

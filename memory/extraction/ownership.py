@@ -91,6 +91,21 @@ _WORK_BY_ROLE = {
 _NEGATED_SELF = re.compile(
     r"不是我(?:本人)?的?|并非我的?|不属于我|(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine))"
 )
+#: Right before a number: who calls or writes *from* it — the caller's, not the customer's (「有个 131… 打电话」,
+#: "a call from 07700 …", "our technician will call you from 020 …").
+_CALLER = re.compile(
+    r"有个|有一个|陌生(?:号码|电话|人)?|不认识的(?:号码|电话)?|"
+    r"(?i:(?<![A-Za-z])(?:(?:call|text|ring|phone|contact|reach|message)(?:s|ed|ing)?\s+(?:you|me)\s+from|"
+    r"(?:calls?|texts?|messages?|sms|voicemails?)\s+from|(?:called|calling|rang|texted)\s+(?:me\s+)?from)"
+    r"(?![A-Za-z]))"
+)
+#: A pasted or forwarded text (a signature, an e-mail thread): its details are its sender's, unless the customer
+#: says they are their own (「我的邮件签名」).
+_FORWARDED = re.compile(
+    r"转发(?:的|一下|了)?(?:邮件|消息|短信|信息)|(?<!我的)(?<!我的邮件)签名(?:档|栏)?|"
+    r"(?i:(?<![A-Za-z])(?:forwarded (?:message|e-?mail|mail)|(?<!my )(?<!my e-mail )(?<!my email )signature|"
+    r"-{2,}\s*original message)(?![A-Za-z]))"
+)
 _OTHER_BY_ROLE = {
     # The agent's own company: 「我们的客服热线」, "our support line", 「我司」.
     "assistant": r"我们的|我们(?=公司|门店|店|客服|热线|官方|售后|仓库|总部|这边的)|我司|本公司|本平台|"
@@ -189,6 +204,7 @@ def _patterns(role: str) -> tuple[tuple[Owner, re.Pattern[str], bool], ...]:
 _COMPILED: dict[str, tuple[tuple[Owner, re.Pattern[str], bool], ...]] = {
     role: (
         ("other", _NEGATED_SELF, False),
+        ("other", _CALLER, False),
         ("other", re.compile(_OTHER), True),
         ("other", re.compile(_OTHER_BY_ROLE[role]), True),
         ("contact", re.compile(_CONTACT), False),
@@ -288,6 +304,8 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         return Ownership("other", "example")
     if found is not None:
         return found
+    if role == "user" and _FORWARDED.search(text, 0, start):
+        return Ownership("other", "forwarded")
     if role == "user":
         recipient = _recipient_in_sentence(text, start, end)
         if recipient is not None:

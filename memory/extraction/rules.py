@@ -255,7 +255,7 @@ _PRODUCT_BRAND = re.compile(
 )
 _NAME_SURNAME_ZH = re.compile(r"(?:本人|我|免贵)姓\s*(?P<v>[" + _CJK + r"]{1,2})")
 _NAME_INTRO_ZH = re.compile(
-    r"(?P<strength>我叫|我的名字(?:是|叫)|名字(?:是|叫)|姓名(?:是|为|:|：)?|叫我|我是|本人是?)\s*"
+    r"(?P<strength>我叫|我的名字(?:是|叫)|名字(?:是|叫)|姓名(?:是|为|:|：)?|叫我|我是|本人是?|我?这边是)\s*"
 )
 _NAME_EN = re.compile(
     r"(?i:(?P<strength>my name is|my name's|name's|call me|this is|i am|i'm|i’m))\s+"
