@@ -277,3 +277,61 @@ def test_a_booking_changed_from_four_to_six_people_in_chinese(acme, fake_ollama)
     assert any("4个人" in c for c in _contents(_recall(acme, "party-zh", "我订的位子是几个人？", between)))
     prompt = _next_prompt(acme, fake_ollama, "party-zh", "我订了几个人的位子？")
     assert "6个人" in prompt, prompt
+
+
+# --- whose a value is: the keyed profile ------------------------------------------------------------------------
+
+
+def _keyed(ctx: TenantCtx, end_user: str) -> dict[str, str]:
+    """The customer's current keyed facts, as ``GET /api/v1/memories`` lists them for a session of theirs."""
+    sid = open_session(ctx, end_user)["session_id"]
+    response = ctx.client.get("/api/v1/memories", HTTP_X_SESSION_ID=sid)
+    assert response.status_code == 200, response.content
+    rows = response.json()["memories"]
+    return {m["key"]: m["content"] for m in rows if m.get("key") and not m["key"].startswith("conversation:")}
+
+
+def test_a_number_the_agent_read_off_the_account_and_the_customer_disowns_is_not_theirs(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "disown-zh",
+        [("帮我查一下我账户上的手机号", "系统显示您预留的手机号是 13800005555。"),
+         ("这个号码不是我的", "好的，已为您记录。")],
+    )  # fmt: skip
+    assert "13800005555" not in " ".join(_keyed(acme, "disown-zh").values())
+
+
+def test_a_number_the_agent_read_off_the_account_and_the_customer_disowns_is_not_theirs_in_english(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "disown-en",
+        [("Which phone number do you have for me?", "We have 646-555-0155 on file for you."),
+         ("That number is not mine.", "Thanks, noted.")],
+    )  # fmt: skip
+    assert "5550155" not in " ".join(_keyed(globex, "disown-en").values()).replace("-", "")
+
+
+def test_a_callers_number_and_a_forwarded_signature_are_not_the_customers(acme, globex, fake_ollama):
+    _session(
+        acme, fake_ollama, "caller-zh",
+        [("我的手机是 13900006666", "好的。"),
+         ("有个 13100009999 打电话说是你们客服，要我转账", "我们不会要求转账，请勿理会。"),
+         ("我转发一下邮件：\n张经理\n电话 13700002222", "收到。")],
+    )  # fmt: skip
+    keyed = _keyed(acme, "caller-zh")
+    assert "13900006666" in keyed.get("phone", ""), keyed
+    assert "13100009999" not in " ".join(keyed.values()), keyed
+    assert "13700002222" not in " ".join(keyed.values()), keyed
+    _session(
+        globex, fake_ollama, "caller-en",
+        [("My mobile is 646-555-0177", "Thanks."),
+         ("Our technician said he would call me from 212-555-0123", "Yes, that is our engineer's line.")],
+    )  # fmt: skip
+    keyed = _keyed(globex, "caller-en")
+    assert "5550177" in keyed.get("phone", "").replace("-", ""), keyed
+    assert "5550123" not in " ".join(keyed.values()).replace("-", ""), keyed
+
+
+def test_the_customers_own_name_and_order_id_are_keyed(acme, fake_ollama):
+    _session(acme, fake_ollama, "name-zh", [("这边是刘洋，订单 DD20261110001 还没发货", "刘先生您好，我帮您查一下。")])
+    keyed = _keyed(acme, "name-zh")
+    assert "刘洋" in keyed.get("name", ""), keyed
+    assert "DD20261110001" in keyed.get("order_id", ""), keyed
