@@ -134,7 +134,7 @@ def _zh_list(values: Any, limit: int | None = None) -> str:
 def render_zh(domain: str, raw: dict[str, Any]) -> str:
     """A Chinese venue page: title, introduction, address and phone, prices and hours, what it offers, nearby."""
     name = raw["名称"]
-    kind = {"景点": "景点", "酒店": raw.get("酒店类型") or "酒店", "餐馆": "餐馆"}[domain]
+    kind = {"景点": "景点", "酒店": f"{raw.get('酒店类型') or ''}酒店", "餐馆": "餐馆"}[domain]
     lines = [f"# {name}", ""]
     intro = f"{name}是北京的一家{kind}。" if domain != "景点" else f"{name}是北京的一处景点。"
     if _known(raw.get("评分")):
