@@ -650,7 +650,12 @@ def main() -> None:
     parser.add_argument("--corpus", choices=("crosswoz", "multiwoz", "both"), default="both")
     parser.add_argument("--half", choices=("all", "fit", "report"), default="all")
     parser.add_argument("--limit", type=int, default=None, help="at most this many dialogues (with a naming turn)")
-    parser.add_argument("--kb-size", type=int, default=10_000, help="the Chinese tenant's articles, filler included")
+    parser.add_argument(
+        "--kb-size",
+        type=int,
+        default=10_000,
+        help="the Chinese tenant's articles: its 2,549 venues and filler up to this (never fewer)",
+    )
     parser.add_argument("--ab-turns", type=int, default=200, help="Chinese naming turns run on both tenants (0: none)")
     parser.add_argument("--errors", type=int, default=0, help="print up to N turns whose venue missed the prompt")
     parser.add_argument("--out", default="")
