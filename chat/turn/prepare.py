@@ -64,8 +64,10 @@ def _missing_facts(result: RecallResult) -> list[str]:
     return [k for k in result.rule_keys if k in prompt_mod.MISSING_FACT_NAMES and k not in found]
 
 
-def _memory_line(memory: MemoryUnit) -> str:
-    return f"[{memory.type}] {memory.content}"
+def _memory_line(memory: MemoryUnit, *, stale: bool = False) -> str:
+    """A recalled memory as the prompt shows it; one that is no longer current (recall's ``stale``: a later
+    statement changed it) says so, so the model can tell "your old address was …" from "your address is …"."""
+    return f"[{memory.type}, no longer current] {memory.content}" if stale else f"[{memory.type}] {memory.content}"
 
 
 def _previous_reply_memories(tenant: Tenant, session: ChatSession, before_seq: int) -> tuple[Message | None, list]:
@@ -185,7 +187,7 @@ def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context
             anchor_facts=_masked_anchor(profile) if memory_enabled_for_session(tenant, session) else [],
             execution_context=context.as_dict(),
             summary=summarize(turns, language=tenant.language) if turns else "",
-            memories=[_memory_line(h.memory) for h in result.hits],
+            memories=[_memory_line(h.memory, stale=h.stale) for h in result.hits],
             recent_turns=turns[-RECENT_MESSAGES:],
             user_input=message.text,
             context_reset=session.context_reset_pending,

@@ -12,10 +12,11 @@ with the customer's earlier current units nearest to it:
   new state (「工单TS20240318009施工排期中」 → 「工单TS20240318009已完成」).
 
 An older unit all of whose attributes are changed (and whose identifiers the new unit names) is **superseded**:
-its validity ends when the new one was said, ``superseded_at``/``superseded_by`` point at it, and a recall
-``as_of`` an earlier moment still finds it — the same history as a keyed memory's replacement. An older unit
-with other attributes still true keeps them: the changed attributes are noted in its ``data["changed"]``
-(attribute → the unit that changed it), and recall treats it as stale for a question about them.
+``superseded_at``/``superseded_by`` point at the new one; it keeps its retention, and recall ranks it after every
+current hit for any moment from then on (a question about the past still finds it; ``as_of`` an earlier moment
+it is current). An older unit with other attributes still true keeps them: the changed attributes are noted in
+its ``data["changed"]`` (attribute → the unit that changed it and when), and recall treats it as stale for a
+question about them.
 
 Whoever said either unit, and however it is phrased, does not matter: the customer's correction, the agent's
 confirmation and a later status are all just later statements.
@@ -319,17 +320,18 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
         before = snapshot(row)
         if verdict.superseded:
             at = unit.created_at
+            # Its retention is kept: a question about the past (「我最早那个套餐」) still finds it; recall ranks it
+            # after every current hit for a moment after ``superseded_at`` (memory.recall.currency).
             row.superseded_at, row.superseded_by = at, unit
-            row.expires_at = max(min(row.expires_at, at), row.created_at)
             row.updated_at = max(row.updated_at, at)
-            row.save(update_fields=["superseded_at", "superseded_by", "expires_at", "updated_at"])
+            row.save(update_fields=["superseded_at", "superseded_by", "updated_at"])
             note = f"superseded by {unit.pk}"
             events.append(event_row(row, Kind.REPLACE, audit.SYSTEM, before=before, after=snapshot(unit), note=note))
             superseded += 1
         else:
             data = dict(row.data or {})
             changed = dict(data.get("changed") or {})
-            changed.update({attr: str(unit.pk) for attr in verdict.changed})
+            changed.update({attr: {"by": str(unit.pk), "at": unit.created_at.isoformat()} for attr in verdict.changed})
             data["changed"] = changed
             row.data = data
             row.save(update_fields=["data"])

@@ -15,7 +15,7 @@ from memory.conversation.claims import asked_attrs, claim_of
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
-from memory.recall.ranking import names_any, query_identifiers
+from memory.recall.ranking import about_past, names_any, query_identifiers
 from memory.recall.tuning import tuning
 from memory.store.read import SCOPE_SQL, scope_params
 from tenants.models import Tenant
@@ -60,7 +60,7 @@ def _stale_units(
     more. With ``query``, only the values it asks about count (``memory.conversation.units.asks_about``): the rest
     of such a unit is as true as it was; ``present``: the query asks how things stand now (``about_now``). One
     query of the current values, only when a unit states such facts."""
-    stale = _changed_units(units, query)
+    stale = _changed_units(units, query, as_of)
     scope = str(tuning().stale_scope)
     keys = sorted(
         {
@@ -96,15 +96,24 @@ def _stale_units(
     return stale
 
 
-def _changed_units(units: list[MemoryUnit], query: str | None) -> set[Any]:
-    """The units among ``units`` a later unit changed in part (``memory.conversation.supersede``: another
-    value of some of their attributes) where ``query`` asks for one of those attributes: for that question
-    the unit gives an old value, however true the rest of it still is."""
-    marked = [u for u in units if (u.data or {}).get("changed")]
+def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) -> set[Any]:
+    """The units among ``units`` a later unit had superseded by ``as_of`` (``memory.conversation.supersede``:
+    every value it gives has another value now), and those it had changed in part (another value of some of
+    their attributes) where ``query`` asks for one of those attributes: for that question the unit gives an
+    old value, however true the rest of it still is."""
+    if query and about_past(query):
+        return set()  # the earlier statement is the answer
+    stale = {u.pk for u in units if u.superseded_at is not None and u.superseded_at <= as_of}
+    marked = [u for u in units if (u.data or {}).get("changed") and u.pk not in stale]
     if not marked or not query:
-        return set()
+        return stale
     asked = asked_attrs(query)
-    return {u.pk for u in marked if asked & set(u.data["changed"])}
+    for unit in marked:
+        for attr, change in unit.data["changed"].items():
+            at = change.get("at") if isinstance(change, dict) else None
+            if attr in asked and (at is None or datetime.fromisoformat(at) <= as_of):
+                stale.add(unit.pk)
+    return stale
 
 
 # Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).

@@ -37,6 +37,18 @@ _ABOUT_NOW = re.compile(
 )
 
 
+#: Words of a question about how things were before: the answer is the earlier statement, superseded or not.
+_ABOUT_PAST = re.compile(
+    r"最早|最初|之前|以前|原来|原先|当初|起初|一开始|第一次|旧的|老的|"
+    r"(?i:\b(?:originally|at first|used to|previous(?:ly)?|before|earlier|first|old|former(?:ly)?)\b)"
+)
+
+
+def about_past(query: str) -> bool:
+    """Whether ``query`` asks how things were before (「我最早那个套餐」, "what was my original booking")."""
+    return bool(_ABOUT_PAST.search(query))
+
+
 def about_now(query: str) -> bool:
     """Whether ``query`` asks how things stand now (「现在」, 「最后」, "currently")."""
     return bool(_ABOUT_NOW.search(query))
