@@ -143,6 +143,9 @@ _VALID_DAYS = re.compile(
 _HOUSE_NUMBER = re.compile(r"[路街道巷弄村里]\s*$")
 _BUILDING_AFTER = re.compile(r"\s*\d|\s*[\u4e00-\u9fff]{0,3}[楼栋幢座单元室院]")
 _ADDRESS_LEAD = re.compile(r"^.*(?:为|是|到|在|成|：|:|住|送|寄|发)(?=.*?[省市区县路街])")
+#: At most this many English content words and Chinese characters besides its values: a brief follow-up.
+BRIEF_WORDS = 5
+BRIEF_CHARACTERS = 10
 _MASK_TOKEN = re.compile(r"⟨\w+⟩")
 _WORD = re.compile(r"[A-Za-z]+|[\u4e00-\u9fff]")
 _EN_STOP = frozenset(
@@ -489,3 +492,11 @@ def asked_attrs(question: str) -> set[str]:
         if pattern.search(question):
             out |= attrs
     return out
+
+
+def is_brief(claim: Claim) -> bool:
+    """Whether a statement says little besides its values (「调到周三晚上7点」, "How about 18:45 instead?"): a
+    follow-up whose attribute is the one the conversation was just settling."""
+    plain = _MASK_TOKEN.sub(" ", claim.masked)
+    words = [w for w in re.findall(r"[A-Za-z]+", plain) if w.lower() not in _EN_STOP]
+    return len(words) <= BRIEF_WORDS and len(re.findall(r"[\u4e00-\u9fff]", plain)) <= BRIEF_CHARACTERS

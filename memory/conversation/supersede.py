@@ -6,7 +6,8 @@ with the customer's earlier current units nearest to it:
 - **subjects**: two units naming identifiers, none in common, are about different things and never touch;
 - **attributes**: an attribute both give (a date, a weekday, a time, an amount, a phone, an address, what a
   count counts), where the new unit gives a value the older did not, is *changed* — when the two are about the
-  same matter: their vectors are close (``SAME_MATTER``), or their masked texts read alike (``SAME_WORDS``), or
+  same matter: their masked texts read alike (``SAME_WORDS``), or the new one was said a few messages later in the
+  same session (``NEARBY``), or
   the new value is a near copy of the old (「4栋2单元301」 → 「4栋1单元301」, the 20th → the 21st: a correction);
 - **status**: a unit with no values that names every identifier of an older one, on the same matter, gives its
   new state (「工单TS20240318009施工排期中」 → 「工单TS20240318009已完成」).
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from memory.conversation.claims import Claim, Value, claim_of, masked_similarity
+from memory.conversation.claims import Claim, Value, claim_of, is_brief, masked_similarity
 from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
@@ -43,8 +44,6 @@ from memory.topics.domains import classify, named_domains
 
 logger = logging.getLogger(__name__)
 
-#: Vectors at least this close are statements on the same matter (the units' own model).
-SAME_MATTER = 0.55
 #: Masked texts whose words overlap at least this much (Dice) give the same attribute.
 SAME_WORDS = 0.5
 #: Values that identify someone or somewhere: changed only by a near copy (a correction).
@@ -133,7 +132,14 @@ def _near_copy(old: set[str], new: set[str], kind: str) -> bool:
                 ):
                     return True
                 continue
-            if kind in ("address", "phone", "email") and difflib.SequenceMatcher(None, a, b).ratio() >= NEAR_COPY:
+            if kind == "phone" and len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 2:
+                return True  # a digit or two mistyped
+            if kind == "email" and "@" in a and "@" in b:
+                (local_a, domain_a), (local_b, domain_b) = a.rsplit("@", 1), b.rsplit("@", 1)
+                if domain_a == domain_b and difflib.SequenceMatcher(None, local_a, local_b).ratio() >= NEAR_COPY:
+                    return True  # the same mailbox misspelt, not a colleague's at the same company
+                continue
+            if kind == "address" and difflib.SequenceMatcher(None, a, b).ratio() >= NEAR_COPY:
                 return True
     return False
 
@@ -143,7 +149,12 @@ def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) ->
     of their vectors; ``nearby``: ``new`` was said a few messages after ``old`` in the same session."""
     if old.subjects and new.subjects and not (old.subjects & new.subjects):
         return None  # about different things
-    same_matter = nearby or similarity >= SAME_MATTER or masked_similarity(old, new) >= SAME_WORDS
+    # Vectors say two statements are on one topic, not that they give one attribute (a credit card's limit and
+    # its bill are both money, in close sentences): a value changes by what surrounds it in words, or in the
+    # conversation that was settling it.
+    # Nearby counts for a brief follow-up only: a long statement a few messages later is as likely another
+    # matter's (a membership's expiry after a birthday).
+    same_matter = (nearby and is_brief(new)) or masked_similarity(old, new) >= SAME_WORDS
     old_attrs, new_attrs = old.attrs, new.attrs
     changed = set()
     for attr, values in new_attrs.items():
