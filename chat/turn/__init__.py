@@ -6,6 +6,7 @@
 - ``finish`` — the reply stored, what the agent stated extracted, feedback.
 - ``forget`` — 「忘掉我的地址」 said in chat: forgotten at once, answered without the model.
 - ``warmup`` — what the first turn of a worker would otherwise load, loaded at start.
+- ``knowledge`` — the tenant's articles searched beside recall; citations and grounded mode.
 """
 
 from chat.turn.warmup import start as start_warmup

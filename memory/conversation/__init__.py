@@ -2,6 +2,8 @@
 
 - ``units`` — a message split into units, with their facts, and written (``index_messages``, ``index_turn``).
 - ``writer`` — the background writer: turns announced with NOTIFY in the reply's transaction, written in batches.
+- ``claims`` — what a unit states: its subjects (identifiers), its values with their kinds, its validity in words.
+- ``supersede`` — a later unit with another value of the same attribute supersedes or changes an earlier one.
 """
 
 from memory.conversation.units import SETTLE, index_messages, index_turn, squash
