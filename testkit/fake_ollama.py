@@ -161,8 +161,9 @@ class FakeOllama:
     def show_requests(self) -> list[dict[str, Any]]:
         return [r.body or {} for r in self.requests if r.path == "/api/show"]
 
-    def wait_for_disconnect(self, timeout: float = 5.0) -> bool:
-        """True once a client has dropped a stream (waits up to ``timeout``)."""
+    def wait_for_disconnect(self, timeout: float = 15.0) -> bool:
+        """True once a client has dropped a stream (waits up to ``timeout``; it returns as soon as one has, so
+        only a failing wait takes that long — a loaded 2-core host once took longer than 5 s to notice)."""
         return self.disconnected.wait(timeout)
 
     # -- lifecycle --------------------------------------------------------
