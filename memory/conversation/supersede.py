@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from memory.conversation.claims import Claim, Value, claim_of, is_brief, masked_similarity
+from memory.conversation.claims import Claim, claim_of, is_brief, masked_similarity
 from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
@@ -364,7 +364,7 @@ def about_data(claim: Claim) -> dict[str, Any] | None:
     """The stored form of a unit's claim, or None when it states no value and names nothing."""
     if not claim.values and not claim.subjects:
         return None
-    return json.loads(json.dumps(claim.to_data()))
+    return claim.to_data()
 
 
-__all__ = ["Value", "Verdict", "about_data", "judge", "supersede_older", "validity_seconds"]
+__all__ = ["Verdict", "about_data", "judge", "supersede_older", "validity_seconds"]

@@ -157,8 +157,13 @@ def overtaken(
     attrs: dict[Any, set[str]] = {}
 
     def attrs_of(pk: Any) -> set[str]:
+        # The writer stored what the unit states (data["about"]); a unit written before it did is read again.
         if pk not in attrs:
-            attrs[pk] = set(claim_of(by_id[pk].content).attrs)
+            about = (by_id[pk].data or {}).get("about")
+            if about is not None:
+                attrs[pk] = {v["attr"] for v in about.get("values", [])}
+            else:
+                attrs[pk] = set(claim_of(by_id[pk].content).attrs)
         return attrs[pk]
 
     for older, newer, similarity in pairs:
