@@ -1,10 +1,11 @@
 """What a passage's search columns hold, and the model that embeds it.
 
-- **Lexical.** ``search_text`` is the passage's words and ``search_headings`` its article title's and heading
-  path's, both segmented as memory segments its own (``memory.text.document_text``: rjieba for Chinese, codes
-  found written either way); ``search_vector`` is computed by PostgreSQL from both, the passage's words at the
-  default weight D and the headings' at :data:`HEADINGS_WEIGHT`, so a query word found only in a heading counts
-  less (``knowledge.search``).
+- **Lexical.** ``search_text`` is the passage's words, ``search_title`` its article's title and
+  ``search_headings`` its heading path, each segmented as memory segments its own (``memory.text.document_text``:
+  rjieba for Chinese, codes found written either way); ``search_vector`` is computed by PostgreSQL from the three,
+  the passage's words at the default weight D, the title's at :data:`TITLE_WEIGHT` and the headings' at
+  :data:`HEADINGS_WEIGHT`, so search tells a word of what the whole article is about from one of the passage's
+  own words and from one of its section's heading (``knowledge.search``).
 - **Vector.** The embedded text is the title, the heading path and the passage (:func:`embedding_text`): a
   passage that says "within 7 days" is about returns because its heading says so. The model is the tenant's
   for the pseudo memory type ``"knowledge"`` (``memory.embeddings.model_for``): a tenant's
@@ -33,7 +34,9 @@ from memory.text import TS_CONFIG, document_text
 
 #: The memory "type" whose embedding model knowledge uses (``memory.embeddings.model_for``).
 KNOWLEDGE_EMBEDDING_TYPE = "knowledge"
-#: ``search_vector`` weight of the title and heading path.
+#: ``search_vector`` weight of the article's title.
+TITLE_WEIGHT = "A"
+#: ``search_vector`` weight of the heading path.
 HEADINGS_WEIGHT = "B"
 
 
@@ -43,6 +46,7 @@ class PreparedPassage:
 
     draft: PassageDraft
     search_text: str
+    search_title: str
     search_headings: str
     embedding: list[float] | None
 
@@ -83,7 +87,8 @@ def prepare_passages(
         PreparedPassage(
             draft=draft,
             search_text=document_text([draft.text]),
-            search_headings=document_text([title, *draft.heading_path]),
+            search_title=document_text([title]),
+            search_headings=document_text(draft.heading_path),
             embedding=vectors[index].tolist() if vectors is not None else None,
         )
         for index, draft in enumerate(drafts)
@@ -93,6 +98,8 @@ def prepare_passages(
 
 def search_vector() -> Any:
     """``search_vector`` from the row's own columns, for the ``UPDATE`` after the passages' ``INSERT``."""
-    return SearchVector("search_text", config=TS_CONFIG) + SearchVector(
-        "search_headings", config=TS_CONFIG, weight=HEADINGS_WEIGHT
+    return (
+        SearchVector("search_text", config=TS_CONFIG)
+        + SearchVector("search_title", config=TS_CONFIG, weight=TITLE_WEIGHT)
+        + SearchVector("search_headings", config=TS_CONFIG, weight=HEADINGS_WEIGHT)
     )

@@ -24,7 +24,8 @@ def apply() -> None:
         Passage, _("passage"), _("passages"),
         id=_("ID"), tenant=_("tenant"), version=_("version"), public_id=_("passage ID"), position=_("position"),
         heading_path=_("heading path"), text=_("text"), search_text=_("search text"),
-        search_headings=_("search headings"), search_vector=_("search vector"), embedding=_("embedding"),
+        search_title=_("search title"), search_headings=_("search headings"), search_vector=_("search vector"),
+        embedding=_("embedding"),
         embedding_model=_("embedding model"),
     )  # fmt: skip
     relabel(

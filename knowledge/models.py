@@ -23,7 +23,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from pgvector.django import VectorField
+from pgvector.django import HnswIndex, VectorField
 
 from memory.models import EMBEDDING_DIM
 from tenants.models import Tenant
@@ -110,8 +110,9 @@ class Passage(TenantOwned):
     position = models.PositiveIntegerField()
     heading_path = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     text = models.TextField()
-    #: Segmented words (``memory.text.document_text``) of the text, and of the title and headings.
+    #: Segmented words (``memory.text.document_text``) of the text, of the article's title and of the heading path.
     search_text = models.TextField(blank=True, default="")
+    search_title = models.TextField(blank=True, default="")
     search_headings = models.TextField(blank=True, default="")
     search_vector = SearchVectorField(null=True)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
@@ -125,6 +126,15 @@ class Passage(TenantOwned):
         indexes = [
             GinIndex(fields=["search_vector"], name="passage_search_vector"),
             models.Index(fields=["tenant", "version"], name="passage_by_version"),
+            # The vector leg's approximate nearest neighbours (knowledge.search): pgvector 0.8's iterative scan
+            # keeps walking the graph until the tenant's valid passages fill the candidates.
+            HnswIndex(
+                name="passage_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
         ]
         ordering = ["version", "position"]
 

@@ -1,34 +1,57 @@
 """Knowledge search: the passages of the article versions valid at ``as_of`` that best answer a query, found by
 two legs fused, as memory's recall finds memories (``memory.recall``, whose design this follows):
 
-- **lexical** — Okapi BM25 over the passages' tsvectors, the query segmented as they were
-  (``memory.text.query_terms``: rjieba for Chinese), so 「退货运费谁承担」 finds 退货 and 运费. Term frequency is
-  binary with two levels: a term in the passage's own words counts :data:`OWN_TF`, one only in its title or
-  headings :data:`HEADING_TF`. Document frequencies and the average length are those of the passages searched
-  (the tenant's, valid at ``as_of``, of the segment), so a word in every article weighs almost nothing.
+- **lexical** — BM25 over the passages' tsvectors, the query segmented as they were
+  (``memory.text.query_terms``: rjieba for Chinese), so 「退货运费谁承担」 finds 退货 and 运费. A passage has three
+  fields (``knowledge.indexing``) and a query term counts by the best field that holds it:
+
+  - the **article's title**: :data:`TITLE_TF`, saturated without length normalisation — the title is what every
+    passage of the article is about, however long the passage, so 「颐和园的电话」 finds 颐和园's contact section,
+    whose own words never name it, above other articles' lists that mention 颐和园 — and more the larger the share
+    of the title's words the query holds (:data:`NAMED_WEIGHT`: a query holding the whole title names the article);
+  - the passage's **own words**: :data:`OWN_TF`; only its **section's headings**: :data:`HEADING_TF`; both
+    normalised by the length of the passage's own words (``k1`` :data:`BM25_K1`, ``b`` :data:`BM25_B`).
+
+  Document frequencies and the average length of own words are the tenant's over all its stored passages (every
+  version: statistics, not a filter), counted once per process for each state of the tenant's knowledge
+  (:class:`_Stats`, keyed by the newest version's id), so a word in every article weighs almost nothing.
+  **Candidates** are the passages holding one of the query's rarest terms, found through the GIN index: terms are
+  taken rarest first while their document frequencies sum to at most :data:`CANDIDATE_POSTINGS` (always the rarest
+  one). The commoner terms rank the candidates but find none: a passage sharing only 电话 and 酒店 with the query is
+  not what a question naming one hotel asks for. (For a tenant of few passages every term is taken.)
 - **vector** — cosine similarity of the query, embedded with the tenant's knowledge model, to the passages
-  embedded with that model (``knowledge.indexing``); exact, over the same passages (no approximate index: a
-  tenant's knowledge is thousands of passages, not millions, and pgvector's HNSW applies the validity and
-  tenant filters after its scan, returning too few rows). A passage the vector leg alone finds counts only when
-  its similarity reaches :data:`MIN_SIMILARITY`: a query about nothing the tenant wrote finds nothing.
-- **fusion** — weighted reciprocal rank (``1 / (RRF_K + rank)`` per leg); ``score`` is the fused value over the
-  best possible one, in (0, 1].
+  embedded with that model (``knowledge.indexing``). Its candidates are the nearest passages by the HNSW index
+  (pgvector 0.8's iterative scan, ``hnsw.iterative_scan = relaxed_order``, so the tenant, validity and segment
+  conditions do not starve the walk; ``hnsw.ef_search`` :data:`EF_SEARCH`) together with the lexical leg's
+  candidates, all ranked by their exact distances: the index brings the passages that share no word with the
+  query, and the passages the words found are ranked exactly among them, however many near-identical passages a
+  knowledge base holds (the index's approximate order is not good enough there). On pgvector before 0.8 (no
+  iterative scan) the index is not used and every distance is exact. A passage the vector leg alone finds counts
+  only when its similarity reaches :data:`MIN_SIMILARITY`: a query about nothing the tenant wrote finds nothing.
+- **fusion** — weighted reciprocal rank (``w / (RRF_K + rank)`` per leg; the lexical leg weighs
+  :data:`W_LEXICAL`, twice the vector's, as in memory's recall: the specific word beats the general meaning);
+  ``score`` is the fused value over the best possible one, in (0, 1]: 1 is first in both legs, 2/3 first in the
+  lexical leg alone, 1/3 first in the vector leg alone.
 
 Validity: a passage is searched only when its version is valid at ``as_of`` (default now):
-``valid_from <= as_of < valid_until`` (:data:`VALID_SQL`; its Python twin ``ArticleVersion.valid_at``). A
-superseded or retired version is never served for a time after its end.
+``valid_from <= as_of < valid_until`` (:data:`VALID_SQL`; its Python twin ``ArticleVersion.valid_at``), checked
+for each candidate passage (:data:`_SERVED_SQL`). A superseded or retired version is never served
+for a time after its end.
 
 Audience: an article with a ``segment`` is searched only by a search for that segment; articles without one by
 every search.
 
-The tenant is passed explicitly and named in every table's condition; the statement runs in the tenant's
+The tenant is passed explicitly and named in every table's condition; the statements run in the tenant's
 row-level-security scope, the second wall.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,10 +67,13 @@ from tenants.rls import tenant_scope
 #: Candidates each leg hands to the fusion.
 CANDIDATES = 50
 RRF_K = 60.0
-W_LEXICAL = 1.0
+W_LEXICAL = 2.0
 W_VECTOR = 1.0
 #: A passage found by the vector leg alone below this cosine similarity is dropped.
 MIN_SIMILARITY = 0.35
+TITLE_TF = 3.0
+#: How much more a title word counts when the query names the whole title (``1 + NAMED_WEIGHT * share named``).
+NAMED_WEIGHT = 4.0
 OWN_TF = 2.0
 HEADING_TF = 1.0
 BM25_K1 = 1.2
@@ -55,50 +81,64 @@ BM25_B = 0.75
 #: The most query terms the lexical leg uses (a pasted paragraph is not a question).
 MAX_TERMS = 24
 MAX_K = 20
+#: The lexical leg's candidates come from the query's rarest terms, rarest first, while their document frequencies
+#: sum to at most this (always from the rarest one; the module's docstring).
+CANDIDATE_POSTINGS = 500
+#: The HNSW graph walk's breadth (pgvector's ``hnsw.ef_search``); at least :data:`CANDIDATES`.
+EF_SEARCH = 100
+#: Terms whose document frequency a process keeps per tenant before it starts the tenant's count afresh.
+MAX_CACHED_TERMS = 50_000
 
 #: The one SQL form of "this version is served at ``as_of``" (``ArticleVersion.valid_at`` is the Python one).
 VALID_SQL = "v.valid_from <= %(as_of)s AND (v.valid_until IS NULL OR v.valid_until > %(as_of)s)"
 
-_SEARCH_SQL = """
-WITH valid AS MATERIALIZED (
-    SELECT p.id, p.search_vector AS sv, length(p.search_vector) AS len,
-           CASE WHEN p.embedding_model = %(model)s THEN p.embedding <=> %(qvec)s::vector END AS distance
-    FROM knowledge_passage p
-    JOIN knowledge_articleversion v ON v.id = p.version_id AND v.tenant_id = %(tenant)s
+#: Passage ``p`` is served at ``as_of`` to the search's audience: checked per candidate (primary-key lookups).
+_SERVED_SQL = """EXISTS (
+    SELECT 1 FROM knowledge_articleversion v
     JOIN knowledge_article a ON a.id = v.article_id AND a.tenant_id = %(tenant)s
-    WHERE p.tenant_id = %(tenant)s AND {valid} AND (a.segment = '' OR a.segment = %(segment)s)
-),
-vec AS (
-    SELECT id, 1 - distance AS sim, row_number() OVER (ORDER BY distance, id) AS rnk
-    FROM valid WHERE distance IS NOT NULL
-    ORDER BY distance, id
+    WHERE v.id = p.version_id AND v.tenant_id = %(tenant)s AND {valid}
+      AND (a.segment = '' OR a.segment = %(segment)s)
+)"""
+
+_VECTOR_SQL = """
+WITH near AS MATERIALIZED (
+    SELECT p.id FROM knowledge_passage p
+    WHERE p.tenant_id = %(tenant)s AND p.embedding_model = %(model)s AND {served}
+    ORDER BY {order}
     LIMIT %(n)s
 ),
-{lex}
-SELECT COALESCE(vec.id, lex.id) AS id, vec.sim, vec.rnk, lex.rnk
-FROM vec FULL OUTER JOIN lex ON vec.id = lex.id
+pool AS (SELECT id FROM near UNION SELECT unnest(%(lexical)s::bigint[]))
+SELECT p.id, p.embedding <=> %(qvec)s::vector AS distance
+FROM pool JOIN knowledge_passage p ON p.id = pool.id
+WHERE p.tenant_id = %(tenant)s AND p.embedding_model = %(model)s
+ORDER BY distance, p.id
+LIMIT %(n)s
 """
 
-_NO_LEX = "lex AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false)"
-
-_LEX_SQL = """tq AS MATERIALIZED (SELECT {queries}),
-stats AS MATERIALIZED (SELECT count(*)::float AS n, GREATEST(avg(len), 1)::float AS avglen FROM valid),
+_LEX_SQL = """
+WITH tq AS MATERIALIZED (SELECT {queries}),
 hits AS MATERIALIZED (
-    SELECT h.id, h.len, {levels}
-    FROM (SELECT id, len, sv, ts_filter(sv, '{{d}}') AS own FROM valid CROSS JOIN tq WHERE sv @@ ({any_term})) h
-    CROSS JOIN tq
+    SELECT p.id, length(ts_filter(p.search_vector, '{{d}}')) AS len, p.search_vector AS sv,
+           ts_filter(p.search_vector, '{{d}}') AS own, ts_filter(p.search_vector, '{{a}}') AS title
+    FROM knowledge_passage p
+    WHERE p.tenant_id = %(tenant)s AND p.search_vector @@ ({selective}) AND {served}
 ),
-df AS MATERIALIZED (SELECT {dfs} FROM hits),
-lex AS (
-    SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rnk FROM (
-        SELECT h.id, {score} AS score
-        FROM hits h CROSS JOIN stats st CROSS JOIN df,
-             LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * h.len / st.avglen) AS norm) m
-    ) scored
-    WHERE score > 0
-    ORDER BY score DESC, id
-    LIMIT %(n)s
-)"""
+scored AS (
+    SELECT h.id, {score} AS score
+    FROM hits h CROSS JOIN tq,
+         LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * h.len / %(avglen)s) AS norm) m,
+         LATERAL (SELECT LEAST(1.0, ({title_matches})::float / GREATEST(length(h.title), 1)) AS named) c
+)
+SELECT id FROM scored WHERE score > 0 ORDER BY score DESC, id LIMIT %(n)s
+"""
+
+_GENERATION_SQL = "SELECT max(version_id) FROM knowledge_passage WHERE tenant_id = %(tenant)s"
+_SIZE_SQL = """
+SELECT count(*), COALESCE(avg(length(ts_filter(search_vector, '{d}'))), 1)
+FROM knowledge_passage WHERE tenant_id = %(tenant)s
+"""
+
+_COUNT_SQL = "SELECT {counts} FROM knowledge_passage WHERE tenant_id = %(tenant)s AND search_vector @@ ({any_term})"
 
 _HITS_SQL = """
 SELECT p.id, a.id, v.number, v.title, a.url, p.public_id, p.text, p.heading_path
@@ -109,30 +149,133 @@ WHERE p.tenant_id = %(tenant)s AND p.id = ANY(%(ids)s)
 """
 
 
-def _lex_sql(n_terms: int) -> str:
-    if n_terms == 0:
-        return _NO_LEX
-    terms = range(n_terms)
-    # each term once per passage: 2 = in its own words, 1 = only in its title or headings, 0 = absent
-    levels = ", ".join(f"(CASE WHEN own @@ tq.q{i} THEN 2 WHEN sv @@ tq.q{i} THEN 1 ELSE 0 END) AS h{i}" for i in terms)
-    idf = [f"ln(1 + (st.n - df.df{i} + 0.5) / (df.df{i} + 0.5))" for i in terms]
-    saturation = "(%(k1)s + 1) * {tf} / ({tf} + m.norm)"
+def _tsquery(param: str) -> str:
+    return f"plainto_tsquery('{TS_CONFIG}', %({param})s)"
+
+
+@dataclass
+class _Stats:
+    """One tenant's lexical statistics at one state of its knowledge (``generation``: the newest version's id)."""
+
+    generation: int | None
+    passages: int
+    avglen: float
+    df: dict[str, int] = field(default_factory=dict)
+
+
+_stats: dict[Any, _Stats] = {}
+_stats_lock = threading.Lock()
+
+
+def _tenant_stats(cursor: Any, tenant_id: Any, terms: Sequence[str]) -> _Stats:
+    """The tenant's statistics with every term of ``terms`` counted (counting only those this process has not)."""
+    cursor.execute(_GENERATION_SQL, {"tenant": tenant_id})
+    generation = cursor.fetchone()[0]
+    with _stats_lock:
+        stats = _stats.get(tenant_id)
+    if stats is None or stats.generation != generation or len(stats.df) > MAX_CACHED_TERMS:
+        cursor.execute(_SIZE_SQL, {"tenant": tenant_id})
+        passages, avglen = cursor.fetchone()
+        stats = _Stats(generation, int(passages), max(float(avglen), 1.0))
+    missing = [term for term in terms if term not in stats.df]
+    if missing and stats.passages:
+        params: dict[str, Any] = {"tenant": tenant_id, **{f"t{i}": term for i, term in enumerate(missing)}}
+        counts = ", ".join(f"count(*) FILTER (WHERE search_vector @@ {_tsquery(f't{i}')})" for i in range(len(missing)))
+        any_term = " || ".join(_tsquery(f"t{i}") for i in range(len(missing)))
+        cursor.execute(_COUNT_SQL.format(counts=counts, any_term=any_term), params)
+        row = cursor.fetchone()
+        found = dict(zip(missing, (int(n) for n in row), strict=True))
+    else:
+        found = dict.fromkeys(missing, 0)
+    with _stats_lock:
+        current = _stats.get(tenant_id)
+        if current is not None and current.generation == stats.generation and current is not stats:
+            stats = current  # another thread counted first: keep one dictionary
+        stats.df.update(found)
+        _stats[tenant_id] = stats
+    return stats
+
+
+def _lexical(cursor: Any, terms: Sequence[str], params: dict[str, Any]) -> list[int]:
+    """The lexical leg's candidates, best first (the module's docstring)."""
+    if not terms:
+        return []
+    stats = _tenant_stats(cursor, params["tenant"], terms)
+    n = stats.passages
+    dfs = [min(stats.df.get(term, 0), n) for term in terms]
+    present = [i for i, df in enumerate(dfs) if df > 0]
+    if not present:
+        return []
+    selective: list[int] = []
+    postings = 0
+    for i in sorted(present, key=lambda i: (dfs[i], i)):
+        if selective and postings + dfs[i] > CANDIDATE_POSTINGS:
+            break
+        selective.append(i)
+        postings += dfs[i]
+    idf = {i: math.log(1 + (n - dfs[i] + 0.5) / (dfs[i] + 0.5)) for i in present}
+    saturation = "(%(k1)s + 1) * {tf} / ({tf} + {norm})"
+    # a title word counts more the more of the title the query names: all of it, and the query names the article
+    in_title = f"{saturation.format(tf=TITLE_TF, norm='%(k1)s')} * (1 + %(named_weight)s * c.named)"
+    in_own = saturation.format(tf=OWN_TF, norm="m.norm")
+    in_heading = saturation.format(tf=HEADING_TF, norm="m.norm")
+    # the best field holding the term (any match is at least a heading's: sv holds every field)
     score = " + ".join(
-        f"(CASE h.h{i} WHEN 2 THEN {idf[i]} * {saturation.format(tf=OWN_TF)}"
-        f" WHEN 1 THEN {idf[i]} * {saturation.format(tf=HEADING_TF)} ELSE 0 END)"
-        for i in terms
+        f"(CASE WHEN sv @@ tq.q{i} THEN %(idf{i})s * GREATEST({in_heading},"
+        f" CASE WHEN title @@ tq.q{i} THEN {in_title} ELSE 0 END,"
+        f" CASE WHEN own @@ tq.q{i} THEN {in_own} ELSE 0 END) ELSE 0 END)"
+        for i in present
     )
-    return _LEX_SQL.format(
-        queries=", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in terms),
-        any_term=" || ".join(f"tq.q{i}" for i in terms),
-        levels=levels,
-        dfs=", ".join(f"count(*) FILTER (WHERE h{i} > 0)::float AS df{i}" for i in terms),
+    sql = _LEX_SQL.format(
+        queries=", ".join(f"{_tsquery(f't{i}')} AS q{i}" for i in present),
+        selective=" || ".join(_tsquery(f"t{i}") for i in selective),
+        title_matches=" + ".join(f"(title @@ tq.q{i})::int" for i in present),
+        served=_SERVED_SQL.format(valid=VALID_SQL),
         score=score,
     )
+    cursor.execute(
+        sql,
+        {
+            **params,
+            **{f"t{i}": terms[i] for i in present},
+            **{f"idf{i}": idf[i] for i in present},
+            "avglen": stats.avglen,
+            "named_weight": NAMED_WEIGHT,
+        },
+    )
+    return [row[0] for row in cursor.fetchall()]
 
 
-def _vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(f"{float(x):.6f}" for x in vector) + "]"
+_iterative: dict[str, bool] = {}
+
+
+def _has_iterative_scan(cursor: Any) -> bool:
+    """Whether the database's pgvector has ``hnsw.iterative_scan`` (0.8 and later); asked once per database."""
+    key = connection.settings_dict.get("NAME") or ""
+    if key not in _iterative:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+        version = tuple(int(part) for part in (row[0] if row else "0").split(".")[:2] if part.isdigit())
+        _iterative[key] = version >= (0, 8)
+    return _iterative[key]
+
+
+def _vector(cursor: Any, params: dict[str, Any], lexical: Sequence[int] = ()) -> list[tuple[int, float]]:
+    """The vector leg's candidates, nearest first, with their cosine similarity (the module's docstring): the
+    index's nearest passages and the lexical leg's candidates (``lexical``, already checked as served), ranked by
+    their exact distances."""
+    if _has_iterative_scan(cursor):
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, CANDIDATES)}")
+        order = "p.embedding <=> %(qvec)s::vector"
+    else:
+        # not the index's order, so exact distances: without iterative scans the filtered index scan may starve
+        order = "(p.embedding <=> %(qvec)s::vector) + 0"
+    cursor.execute(
+        _VECTOR_SQL.format(served=_SERVED_SQL.format(valid=VALID_SQL), order=order),
+        {**params, "lexical": list(lexical)},
+    )
+    return [(passage_id, 1 - float(distance)) for passage_id, distance in cursor.fetchall()]
 
 
 def search(
@@ -165,15 +308,16 @@ def search(
         "n": CANDIDATES,
         "k1": BM25_K1,
         "b": BM25_B,
-        **{f"t{i}": term for i, term in enumerate(terms)},
     }
-    sql = _SEARCH_SQL.format(valid=VALID_SQL, lex=_lex_sql(len(terms)))
     with tenant_scope(tenant), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        lexical = _lexical(cursor, terms, params)
+        near = _vector(cursor, params, lexical)
+        vranks = {passage_id: (rank, sim) for rank, (passage_id, sim) in enumerate(near, start=1)}
+        lranks = {passage_id: rank for rank, passage_id in enumerate(lexical, start=1)}
         scored: list[tuple[float, int, float]] = []
-        for passage_id, sim, vrank, lrank in rows:
-            similarity = float(sim) if sim is not None else 0.0
+        for passage_id in vranks.keys() | lranks.keys():
+            vrank, similarity = vranks.get(passage_id, (None, 0.0))
+            lrank = lranks.get(passage_id)
             fused = 0.0
             if vrank is not None and (lrank is not None or similarity >= MIN_SIMILARITY):
                 fused += W_VECTOR / (RRF_K + vrank)
@@ -210,3 +354,7 @@ def search(
             )
         )
     return hits
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(x):.6f}" for x in vector) + "]"

@@ -368,6 +368,7 @@ def _store_version(
             heading_path=list(p.draft.heading_path),
             text=p.draft.text,
             search_text=p.search_text,
+            search_title=p.search_title,
             search_headings=p.search_headings,
             embedding=p.embedding,
             embedding_model=prepared.model if p.embedding is not None else "",

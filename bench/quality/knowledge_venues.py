@@ -496,6 +496,23 @@ def import_articles(tenant: Any, venues: list[Venue]) -> dict[str, Any]:
     }
 
 
+def reused_tenant(slug: str, articles: int) -> Any:
+    """``--reuse``: the tenant a previous run made, None when there is none. One holding another number of
+    articles (a run stopped mid-import, another ``--kb-size``) stops the run: run once without ``--reuse``."""
+    from knowledge.models import Article
+    from tenants.models import Tenant
+    from tenants.rls import tenant_scope
+
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        return None
+    with tenant_scope(tenant):
+        held = Article.objects.for_tenant(tenant).count()
+    if held != articles:
+        raise SystemExit(f"bench: --reuse found {slug} with {held} articles, not {articles}; run without --reuse")
+    return tenant
+
+
 # --- replay --------------------------------------------------------------------------------------------------
 
 
@@ -659,9 +676,14 @@ def main() -> None:
     parser.add_argument("--ab-turns", type=int, default=200, help="Chinese naming turns run on both tenants (0: none)")
     parser.add_argument("--errors", type=int, default=0, help="print up to N turns whose venue missed the prompt")
     parser.add_argument("--out", default="")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the previous run's database and its imported tenants (no import, no import rate): for iterating",
+    )
     args = parser.parse_args()
     corpora = ("crosswoz", "multiwoz") if args.corpus == "both" else (args.corpus,)
-    common.setup_django(DB_NAME, fresh=True)
+    common.setup_django(DB_NAME, fresh=not args.reuse)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from django.conf import settings
 
@@ -692,11 +714,16 @@ def main() -> None:
         for corpus in corpora:
             venues = load_venues(corpus)
             articles = venues + (filler_zh(args.kb_size - len(venues), venues) if corpus == "crosswoz" else [])
-            tenant = common.make_tenant(f"kv-{corpus}", language=LANGUAGE[corpus]).tenant
+            tenant = reused_tenant(f"kv-{corpus}", len(articles)) if args.reuse else None
+            if tenant is not None:
+                imported = {"articles": len(articles), "reused": True, "articles_per_s": None}
+                common.log(f"{corpus}: reusing the imported tenant ({len(articles)} articles)")
+            else:
+                tenant = common.make_tenant(f"kv-{corpus}", language=LANGUAGE[corpus]).tenant
+                common.log(f"{corpus}: importing {len(articles)} articles ({len(venues)} venues)")
+                imported = import_articles(tenant, articles)
+                common.log(f"{corpus}: imported {imported}")
             tenants[corpus] = tenant
-            common.log(f"{corpus}: importing {len(articles)} articles ({len(venues)} venues)")
-            imported = import_articles(tenant, articles)
-            common.log(f"{corpus}: imported {imported}")
             questions_of[corpus] = load_questions(corpus, venues, args.half, args.limit)
             n_turns = sum(len(d) for d in questions_of[corpus])
             common.log(f"{corpus}: replaying {n_turns} naming turns of {len(questions_of[corpus])} dialogues")
@@ -715,7 +742,8 @@ def main() -> None:
                 for o in [o for o in run.outcomes if not o.in_prompt][: args.errors]:
                     print(f"  [missed {o.venue}] {o.text[:100]!r}")
         if "crosswoz" in corpora and args.ab_turns:
-            none_tenant = common.make_tenant("kv-none", language="zh").tenant
+            none_tenant = reused_tenant("kv-none", 0) if args.reuse else None
+            none_tenant = none_tenant or common.make_tenant("kv-none", language="zh").tenant
             questions = [q for d in questions_of["crosswoz"] for q in d][: args.ab_turns]
             common.log(f"A/B latency: {len(questions)} turns on each tenant, alternating")
             ab = latency_ab(tenants["crosswoz"], none_tenant, questions, fake, server.host)

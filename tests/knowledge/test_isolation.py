@@ -58,17 +58,30 @@ def test_raw_sql_in_a_tenants_scope_sees_only_its_own(two_kbs, acme, globex, tab
 
 
 def test_the_search_sql_alone_is_held_by_rls(two_kbs, acme, globex):
-    # given the search's own statement run for acme's tenant id inside globex's scope (a scoping bug)
+    # given the search's own statements, both legs, run for acme's tenant id
     from knowledge import search as search_module
+    from knowledge.indexing import knowledge_model
+    from memory.embeddings import embed_one
 
-    with tenant_scope(globex.tenant), connection.cursor() as cursor:
-        sql = search_module._SEARCH_SQL.format(valid=search_module.VALID_SQL, lex=search_module._lex_sql(0))
-        cursor.execute(
-            sql,
-            {"tenant": acme.tenant.pk, "as_of": "2999-01-01", "segment": "", "model": "none", "qvec": "[0]", "n": 10},
-        )
-        # then row-level security returns none of acme's passages
-        assert cursor.fetchall() == []
+    model = knowledge_model(acme.tenant)
+    params = {
+        "tenant": acme.tenant.pk, "as_of": "2999-01-01", "segment": "", "model": model, "n": 10, "k1": 1.2, "b": 0.75,
+        "qvec": search_module._vector_literal(embed_one("staff discount code", model=model, kind="query")),
+    }  # fmt: skip
+    terms = ["staff", "discount"]
+
+    def legs() -> tuple[list, list]:
+        with connection.cursor() as cursor:
+            return search_module._vector(cursor, params), search_module._lexical(cursor, terms, params)
+
+    # in acme's own scope they find acme's passage by its meaning and by its words
+    with tenant_scope(acme.tenant):
+        near, lexical = legs()
+    assert len(near) == 1
+    assert len(lexical) == 1
+    # inside globex's scope (a scoping bug) row-level security returns none of acme's passages
+    with tenant_scope(globex.tenant):
+        assert legs() == ([], [])
 
 
 def test_the_orm_refuses_an_unscoped_query(db):

@@ -105,3 +105,38 @@ def test_hits_are_typed_and_cite_their_passage(globex):
     assert isinstance(hit, KnowledgeHit)
     assert hit.heading_path == ("Help centre", "Gift cards")
     assert hit.citation() == {k: v for k, v in hit.as_dict().items() if k not in ("text", "score")}
+
+
+def _venue(name: str, phone: str, nearby: list[str]) -> str:
+    return (
+        f"# {name}\n\n{name}是北京的一处景点。\n\n## 地址与电话\n\n"
+        f"地址：北京市海淀区新建宫门路19号。\n电话：{phone}。\n\n## 周边\n\n周边景点：{'、'.join(nearby)}。\n"
+    )
+
+
+def test_a_question_naming_an_article_gets_its_section_above_other_articles_mentioning_the_name(acme):
+    # given the venue's own page, whose contact section never repeats its name, and five other pages whose
+    # "nearby" lists mention it (the name in their own words)
+    write_article(acme, _venue("颐和园", "010-62881144", ["圆明园", "北京大学"]), title="颐和园")
+    for i, name in enumerate(("圆明园", "北京大学", "香山公园", "玉渊潭", "北海公园")):
+        write_article(acme, _venue(name, f"010-6000000{i}", ["颐和园", "故宫"]), title=name)
+    # when a customer asks for its phone and what is near it
+    hits = search_knowledge(acme.tenant, "颐和园的电话是多少，周边有什么景点？", k=5)
+    # then the venue's own contact section, which holds the number, is among the passages, and ranks above
+    # every other page's list that merely mentions the name
+    texts = [hit.text for hit in hits]
+    assert any("010-62881144" in text for text in texts), texts
+    own = next(i for i, hit in enumerate(hits) if "010-62881144" in hit.text)
+    assert all(hit.title == "颐和园" for hit in hits[: own + 1]), [(h.title, h.text) for h in hits]
+
+
+def test_an_english_question_naming_an_article_gets_its_section(globex):
+    for name, phone in (("Pizza Hut City Centre", "01223323737"), ("Pizza Express", "01223324033")):
+        write_article(
+            globex,
+            f"# {name}\n\n{name} is a restaurant.\n\n## Address and phone\n\nRegent Street. Phone {phone}.\n\n"
+            "## Nearby\n\nPizza Hut City Centre, the Cambridge Museum.\n",
+            title=name,
+        )
+    hits = search_knowledge(globex.tenant, "what is the phone number of pizza hut city centre?", k=3)
+    assert "01223323737" in hits[0].text, [(h.title, h.text) for h in hits]
