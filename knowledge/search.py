@@ -25,9 +25,13 @@ two legs fused, as memory's recall finds memories (``memory.recall``, whose desi
   conditions do not starve the walk; ``hnsw.ef_search`` :data:`EF_SEARCH`) together with the lexical leg's
   candidates, all ranked by their exact distances: the index brings the passages that share no word with the
   query, and the passages the words found are ranked exactly among them, however many near-identical passages a
-  knowledge base holds (the index's approximate order is not good enough there). On pgvector before 0.8 (no
-  iterative scan) the index is not used and every distance is exact. A passage the vector leg alone finds counts
-  only when its similarity reaches :data:`MIN_SIMILARITY`: a query about nothing the tenant wrote finds nothing.
+  knowledge base holds (the index's approximate order is not good enough there). The index serves a tenant of more
+  than :data:`EXACT_UP_TO` passages that holds at least :data:`INDEX_MIN_SHARE` of the index's rows; a smaller
+  tenant (or any, on pgvector before 0.8, without iterative scans) reads its valid passages' exact distances, as
+  the index's walk would otherwise pass mostly other tenants' passages. (Several large tenants sharing one
+  deployment, none holding that share, are each read exactly: slower per search, never wrong.) A passage the
+  vector leg alone finds counts only when its similarity reaches :data:`MIN_SIMILARITY`: a query about nothing
+  the tenant wrote finds nothing.
 - **fusion** — weighted reciprocal rank (``w / (RRF_K + rank)`` per leg; the lexical leg weighs
   :data:`W_LEXICAL`, twice the vector's, as in memory's recall: the specific word beats the general meaning);
   ``score`` is the fused value over the best possible one, in (0, 1]: 1 is first in both legs, 2/3 first in the
@@ -84,6 +88,11 @@ MAX_K = 20
 #: The lexical leg's candidates come from the query's rarest terms, rarest first, while their document frequencies
 #: sum to at most this (always from the rarest one; the module's docstring).
 CANDIDATE_POSTINGS = 500
+#: A tenant of at most this many passages is searched by exact distances (a few milliseconds), not the index.
+EXACT_UP_TO = 5000
+#: The index serves a tenant holding at least this share of its rows; a smaller tenant's walk would visit mostly
+#: other tenants' passages (each filtered out) before finding its own, so it reads its own exactly instead.
+INDEX_MIN_SHARE = 0.2
 #: The HNSW graph walk's breadth (pgvector's ``hnsw.ef_search``); at least :data:`CANDIDATES`.
 EF_SEARCH = 100
 #: Terms whose document frequency a process keeps per tenant before it starts the tenant's count afresh.
@@ -92,13 +101,16 @@ MAX_CACHED_TERMS = 50_000
 #: The one SQL form of "this version is served at ``as_of``" (``ArticleVersion.valid_at`` is the Python one).
 VALID_SQL = "v.valid_from <= %(as_of)s AND (v.valid_until IS NULL OR v.valid_until > %(as_of)s)"
 
-#: Passage ``p`` is served at ``as_of`` to the search's audience: checked per candidate (primary-key lookups).
-_SERVED_SQL = """EXISTS (
-    SELECT 1 FROM knowledge_articleversion v
-    JOIN knowledge_article a ON a.id = v.article_id AND a.tenant_id = %(tenant)s
-    WHERE v.id = p.version_id AND v.tenant_id = %(tenant)s AND {valid}
-      AND (a.segment = '' OR a.segment = %(segment)s)
-)"""
+#: Passage ``p`` (of the tenant the statement names) is served at ``as_of`` to the search's audience, checked per
+#: candidate by primary-key lookups: a scalar subquery, which the planner never turns into a join over all the
+#: tenant's versions (as it does an EXISTS when its statistics do not know a new tenant yet), tied to ``p``'s
+#: tenant so that nothing but the primary keys can drive it.
+_SERVED_SQL = """COALESCE((
+    SELECT {valid} AND (a.segment = '' OR a.segment = %(segment)s)
+    FROM knowledge_articleversion v
+    JOIN knowledge_article a ON a.id = v.article_id AND a.tenant_id = p.tenant_id
+    WHERE v.id = p.version_id AND v.tenant_id = p.tenant_id
+), false)"""
 
 _VECTOR_SQL = """
 WITH near AS MATERIALIZED (
@@ -196,11 +208,11 @@ def _tenant_stats(cursor: Any, tenant_id: Any, terms: Sequence[str]) -> _Stats:
     return stats
 
 
-def _lexical(cursor: Any, terms: Sequence[str], params: dict[str, Any]) -> list[int]:
+def _lexical(cursor: Any, terms: Sequence[str], params: dict[str, Any], stats: _Stats | None = None) -> list[int]:
     """The lexical leg's candidates, best first (the module's docstring)."""
     if not terms:
         return []
-    stats = _tenant_stats(cursor, params["tenant"], terms)
+    stats = stats or _tenant_stats(cursor, params["tenant"], terms)
     n = stats.passages
     dfs = [min(stats.df.get(term, 0), n) for term in terms]
     present = [i for i, df in enumerate(dfs) if df > 0]
@@ -260,16 +272,31 @@ def _has_iterative_scan(cursor: Any) -> bool:
     return _iterative[key]
 
 
-def _vector(cursor: Any, params: dict[str, Any], lexical: Sequence[int] = ()) -> list[tuple[int, float]]:
+def _uses_index(cursor: Any, tenant_passages: int) -> bool:
+    """Whether the vector leg walks the HNSW index (the module's docstring): pgvector 0.8, a tenant of more than
+    :data:`EXACT_UP_TO` passages, and at least :data:`INDEX_MIN_SHARE` of the index's rows (the planner's count)."""
+    if tenant_passages <= EXACT_UP_TO or not _has_iterative_scan(cursor):
+        return False
+    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'knowledge_passage'::regclass")
+    row = cursor.fetchone()
+    total = float(row[0]) if row and row[0] and row[0] > 0 else float(tenant_passages)
+    return tenant_passages >= INDEX_MIN_SHARE * total
+
+
+def _vector(
+    cursor: Any, params: dict[str, Any], lexical: Sequence[int] = (), tenant_passages: int | None = None
+) -> list[tuple[int, float]]:
     """The vector leg's candidates, nearest first, with their cosine similarity (the module's docstring): the
-    index's nearest passages and the lexical leg's candidates (``lexical``, already checked as served), ranked by
-    their exact distances."""
-    if _has_iterative_scan(cursor):
+    nearest passages — by the index, or exactly — and the lexical leg's candidates (``lexical``, already checked as
+    served), ranked by their exact distances. ``tenant_passages``: the tenant's count, when the caller has it."""
+    if tenant_passages is None:
+        tenant_passages = _tenant_stats(cursor, params["tenant"], ()).passages
+    if _uses_index(cursor, tenant_passages):
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, CANDIDATES)}")
         order = "p.embedding <=> %(qvec)s::vector"
     else:
-        # not the index's order, so exact distances: without iterative scans the filtered index scan may starve
+        # not the index's order, so exact distances over the tenant's passages (the module's docstring)
         order = "(p.embedding <=> %(qvec)s::vector) + 0"
     cursor.execute(
         _VECTOR_SQL.format(served=_SERVED_SQL.format(valid=VALID_SQL), order=order),
@@ -310,8 +337,9 @@ def search(
         "b": BM25_B,
     }
     with tenant_scope(tenant), connection.cursor() as cursor:
-        lexical = _lexical(cursor, terms, params)
-        near = _vector(cursor, params, lexical)
+        stats = _tenant_stats(cursor, params["tenant"], terms)
+        lexical = _lexical(cursor, terms, params, stats)
+        near = _vector(cursor, params, lexical, stats.passages)
         vranks = {passage_id: (rank, sim) for rank, (passage_id, sim) in enumerate(near, start=1)}
         lranks = {passage_id: rank for rank, passage_id in enumerate(lexical, start=1)}
         scored: list[tuple[float, int, float]] = []

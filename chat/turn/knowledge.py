@@ -20,8 +20,9 @@
   question; 「我的手机号是多少」 is the customer's, not the business's. Such a message with no passage scoring at
   least the threshold is a content gap (recorded for staff, counted); in grounded mode it is answered without
   the model: the agent says it does not know and offers a person (:func:`grounded_reply`), counted as
-  ``memdesk_knowledge_grounded_replies``. The score is search's fused rank score (``knowledge.search``): 0.5 is
-  first in one leg only, so the default threshold asks that both legs, the words and the meaning, agree.
+  ``memdesk_knowledge_grounded_replies``. The score is search's fused rank score (``knowledge.search``): first by
+  the words alone is 2/3, by the meaning alone 1/3, so the default threshold asks that both legs, the words and the
+  meaning, find the passage.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ logger = logging.getLogger(__name__)
 #: Passages a prompt carries (the budget may cut the last ones).
 KNOWLEDGE_K = 5
 #: A passage passes when its score reaches this (tenants set ``settings["knowledge"]["threshold"]``).
-DEFAULT_THRESHOLD = 0.6
+DEFAULT_THRESHOLD = 0.7
 #: The longest a turn waits for its knowledge search once everything else is ready; past it, no knowledge.
 SEARCH_WAIT_S = 10.0
 LABEL_PREFIX = "K"

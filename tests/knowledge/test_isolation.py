@@ -87,3 +87,25 @@ def test_the_search_sql_alone_is_held_by_rls(two_kbs, acme, globex):
 def test_the_orm_refuses_an_unscoped_query(db):
     with pytest.raises(UnscopedQueryError):
         list(Article.objects.all())
+
+
+def test_the_vector_index_path_finds_what_exact_distances_find_and_never_another_tenants(
+    two_kbs, acme, globex, monkeypatch
+):
+    # given more articles for both tenants, with overlapping words
+    for i in range(12):
+        write_article(acme, f"Acme store {i} opens at {8 + i % 3} am and sells discount shoes.", title=f"Store {i}")
+        write_article(globex, f"Globex store {i} opens at {9 + i % 2} am and sells discount hats.", title=f"Shop {i}")
+    from knowledge import search as search_module
+
+    questions = ("when does the store open", "discount code", "where can I buy shoes", "staff discount code")
+    exact = {q: [h.passage_id for h in search_knowledge(acme.tenant, q)] for q in questions}
+    # when the search walks the HNSW index (as for a large tenant) instead of reading exact distances
+    monkeypatch.setattr(search_module, "EXACT_UP_TO", 0)
+    monkeypatch.setattr(search_module, "INDEX_MIN_SHARE", 0.0)
+    walked = {q: search_knowledge(acme.tenant, q) for q in questions}
+    # then it finds the same passages, all of them acme's
+    assert {q: [h.passage_id for h in hits] for q, hits in walked.items()} == exact
+    with tenant_scope(acme.tenant):
+        acme_articles = {str(pk) for pk in Article.objects.for_tenant(acme.tenant).values_list("pk", flat=True)}
+    assert all(h.article_id in acme_articles for hits in walked.values() for h in hits)
