@@ -13,8 +13,9 @@ two legs fused, as memory's recall finds memories (``memory.recall``, whose desi
     normalised by the length of the passage's own words (``k1`` :data:`BM25_K1`, ``b`` :data:`BM25_B`).
 
   Document frequencies and the average length of own words are the tenant's over all its stored passages (every
-  version: statistics, not a filter), counted once per process for each state of the tenant's knowledge
-  (:class:`_Stats`, keyed by the newest version's id), so a word in every article weighs almost nothing.
+  version: statistics, not a filter), read once per process for each state of the tenant's knowledge
+  (:class:`_Stats`, keyed by the newest version's id; ``ts_stat``), so a word in every article weighs almost
+  nothing and no search counts anything.
   **Candidates** are the passages holding one of the query's rarest terms, found through the GIN index: terms are
   taken rarest first while their document frequencies sum to at most :data:`CANDIDATE_POSTINGS` (always the rarest
   one). The commoner terms rank the candidates but find none: a passage sharing only 电话 and 酒店 with the query is
@@ -54,6 +55,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -95,7 +97,7 @@ EXACT_UP_TO = 5000
 INDEX_MIN_SHARE = 0.2
 #: The HNSW graph walk's breadth (pgvector's ``hnsw.ef_search``); at least :data:`CANDIDATES`.
 EF_SEARCH = 100
-#: Terms whose document frequency a process keeps per tenant before it starts the tenant's count afresh.
+#: Query terms whose document frequency a process keeps per tenant before it starts afresh.
 MAX_CACHED_TERMS = 50_000
 
 #: The one SQL form of "this version is served at ``as_of``" (``ArticleVersion.valid_at`` is the Python one).
@@ -144,13 +146,20 @@ scored AS (
 SELECT id FROM scored WHERE score > 0 ORDER BY score DESC, id LIMIT %(n)s
 """
 
-_GENERATION_SQL = "SELECT max(version_id) FROM knowledge_passage WHERE tenant_id = %(tenant)s"
+_GENERATION_SQL = """
+SELECT max(version_id), (SELECT reltuples FROM pg_class WHERE oid = 'knowledge_passage'::regclass)
+FROM knowledge_passage WHERE tenant_id = %(tenant)s
+"""
 _SIZE_SQL = """
 SELECT count(*), COALESCE(avg(length(ts_filter(search_vector, '{d}'))), 1)
 FROM knowledge_passage WHERE tenant_id = %(tenant)s
 """
 
-_COUNT_SQL = "SELECT {counts} FROM knowledge_passage WHERE tenant_id = %(tenant)s AND search_vector @@ ({any_term})"
+#: The query ``ts_stat`` reads a tenant's vocabulary with (the tenant's id, a UUID, as a literal: ts_stat takes text).
+_VOCABULARY_OF = "SELECT search_vector FROM knowledge_passage WHERE tenant_id = '{tenant}'"
+_LEXEMES_SQL = """
+SELECT t, tsvector_to_array(to_tsvector('{config}', t)) FROM unnest(%(terms)s::text[]) AS t
+""".replace("{config}", TS_CONFIG)
 
 _HITS_SQL = """
 SELECT p.id, a.id, v.number, v.title, a.url, p.public_id, p.text, p.heading_path
@@ -172,7 +181,12 @@ class _Stats:
     generation: int | None
     passages: int
     avglen: float
+    #: Every indexed word of the tenant's passages → the number of passages holding it.
+    vocabulary: dict[str, int] = field(default_factory=dict)
+    #: Query terms looked up so far → their document frequency.
     df: dict[str, int] = field(default_factory=dict)
+    #: The planner's count of the index's rows, all tenants (``pg_class.reltuples``; 0 or less: not counted yet).
+    index_rows: float = 0.0
 
 
 _stats: dict[Any, _Stats] = {}
@@ -180,30 +194,34 @@ _stats_lock = threading.Lock()
 
 
 def _tenant_stats(cursor: Any, tenant_id: Any, terms: Sequence[str]) -> _Stats:
-    """The tenant's statistics with every term of ``terms`` counted (counting only those this process has not)."""
+    """The tenant's statistics with every term of ``terms`` looked up: its vocabulary (every word of its passages
+    with the number holding it, ``ts_stat``) is read once per process for each state of its knowledge, and a term
+    is looked up by the words PostgreSQL indexes it as (English is stemmed), so no search counts anything."""
     cursor.execute(_GENERATION_SQL, {"tenant": tenant_id})
-    generation = cursor.fetchone()[0]
+    generation, index_rows = cursor.fetchone()
     with _stats_lock:
         stats = _stats.get(tenant_id)
-    if stats is None or stats.generation != generation or len(stats.df) > MAX_CACHED_TERMS:
+    if stats is None or stats.generation != generation:
         cursor.execute(_SIZE_SQL, {"tenant": tenant_id})
         passages, avglen = cursor.fetchone()
         stats = _Stats(generation, int(passages), max(float(avglen), 1.0))
+        inner = _VOCABULARY_OF.format(tenant=uuid.UUID(str(tenant_id)))
+        cursor.execute("SELECT word, ndoc FROM ts_stat(%(inner)s)", {"inner": inner})
+        stats.vocabulary = {word: int(ndoc) for word, ndoc in cursor.fetchall()}
     missing = [term for term in terms if term not in stats.df]
-    if missing and stats.passages:
-        params: dict[str, Any] = {"tenant": tenant_id, **{f"t{i}": term for i, term in enumerate(missing)}}
-        counts = ", ".join(f"count(*) FILTER (WHERE search_vector @@ {_tsquery(f't{i}')})" for i in range(len(missing)))
-        any_term = " || ".join(_tsquery(f"t{i}") for i in range(len(missing)))
-        cursor.execute(_COUNT_SQL.format(counts=counts, any_term=any_term), params)
-        row = cursor.fetchone()
-        found = dict(zip(missing, (int(n) for n in row), strict=True))
-    else:
-        found = dict.fromkeys(missing, 0)
+    found: dict[str, int] = {}
+    if missing:
+        cursor.execute(_LEXEMES_SQL, {"terms": missing})
+        for term, lexemes in cursor.fetchall():
+            found[term] = min((stats.vocabulary.get(lexeme, 0) for lexeme in lexemes or ()), default=0)
     with _stats_lock:
         current = _stats.get(tenant_id)
         if current is not None and current.generation == stats.generation and current is not stats:
-            stats = current  # another thread counted first: keep one dictionary
+            stats = current  # another thread read it first: keep one
+        if len(stats.df) > MAX_CACHED_TERMS:
+            stats.df.clear()
         stats.df.update(found)
+        stats.index_rows = float(index_rows or 0)
         _stats[tenant_id] = stats
     return stats
 
@@ -272,28 +290,35 @@ def _has_iterative_scan(cursor: Any) -> bool:
     return _iterative[key]
 
 
-def _uses_index(cursor: Any, tenant_passages: int) -> bool:
+def _uses_index(cursor: Any, tenant_passages: int, index_rows: float | None = None) -> bool:
     """Whether the vector leg walks the HNSW index (the module's docstring): pgvector 0.8, a tenant of more than
     :data:`EXACT_UP_TO` passages, and at least :data:`INDEX_MIN_SHARE` of the index's rows (the planner's count)."""
     if tenant_passages <= EXACT_UP_TO or not _has_iterative_scan(cursor):
         return False
-    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'knowledge_passage'::regclass")
-    row = cursor.fetchone()
-    total = float(row[0]) if row and row[0] and row[0] > 0 else float(tenant_passages)
+    if index_rows is None:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'knowledge_passage'::regclass")
+        index_rows = float(cursor.fetchone()[0] or 0)
+    total = index_rows if index_rows > 0 else float(tenant_passages)
     return tenant_passages >= INDEX_MIN_SHARE * total
 
 
 def _vector(
-    cursor: Any, params: dict[str, Any], lexical: Sequence[int] = (), tenant_passages: int | None = None
+    cursor: Any,
+    params: dict[str, Any],
+    lexical: Sequence[int] = (),
+    tenant_passages: int | None = None,
+    index_rows: float | None = None,
 ) -> list[tuple[int, float]]:
     """The vector leg's candidates, nearest first, with their cosine similarity (the module's docstring): the
     nearest passages — by the index, or exactly — and the lexical leg's candidates (``lexical``, already checked as
     served), ranked by their exact distances. ``tenant_passages``: the tenant's count, when the caller has it."""
     if tenant_passages is None:
         tenant_passages = _tenant_stats(cursor, params["tenant"], ()).passages
-    if _uses_index(cursor, tenant_passages):
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, CANDIDATES)}")
+    if _uses_index(cursor, tenant_passages, index_rows):
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            [str(max(EF_SEARCH, CANDIDATES))],
+        )
         order = "p.embedding <=> %(qvec)s::vector"
     else:
         # not the index's order, so exact distances over the tenant's passages (the module's docstring)
@@ -339,7 +364,7 @@ def search(
     with tenant_scope(tenant), connection.cursor() as cursor:
         stats = _tenant_stats(cursor, params["tenant"], terms)
         lexical = _lexical(cursor, terms, params, stats)
-        near = _vector(cursor, params, lexical, stats.passages)
+        near = _vector(cursor, params, lexical, stats.passages, stats.index_rows)
         vranks = {passage_id: (rank, sim) for rank, (passage_id, sim) in enumerate(near, start=1)}
         lranks = {passage_id: rank for rank, passage_id in enumerate(lexical, start=1)}
         scored: list[tuple[float, int, float]] = []

@@ -4,7 +4,10 @@
   thread of its own (with its own database connection, handed back when the search ends) and returns at once:
   ``chat.turn.prepare`` starts it right after reading the session, so the search runs while the message's facts
   are extracted and memory is recalled, and waits for it only to build the prompt. A tenant without any article
-  searches nothing. The search's audience is the session's ``metadata["segment"]`` (the tenant's back end sets it
+  searches nothing. For a tenant whose last turn in this process found articles the search starts earlier still,
+  as the stored message's answer begins (:func:`search_early`, before the forget check and the session's read);
+  the prepared turn uses it when the session's audience is the one it searched (:func:`search_for_turn`).
+  The search's audience is the session's ``metadata["segment"]`` (the tenant's back end sets it
   when it opens the session), else everyone's articles only.
 - **Labels.** The passages found, best first, enter the prompt as ``K1``…``K5`` (:func:`labelled`); the model
   is told to cite the labels it used (``[K1]``).
@@ -115,6 +118,40 @@ def _search(tenant: Tenant, text: str, segment: str | None) -> list[KnowledgeHit
 def search_soon(tenant: Tenant, session: ChatSession, text: str) -> Future[list[KnowledgeHit]]:
     """Start the turn's knowledge search on a pool thread and return at once (the module's docstring)."""
     return _search_pool().submit(_search, tenant, text, segment_of(session))
+
+
+@dataclass(frozen=True)
+class EarlySearch:
+    """A search started when the turn began (:func:`search_early`), with the audience it searched for."""
+
+    segment: str | None
+    future: Future[list[KnowledgeHit]]
+
+
+#: Tenants whose last turn in this process found articles (``prepare_turn`` records it): their next turn starts
+#: its search as soon as it begins, before the turn's state is read.
+_with_knowledge: dict[object, bool] = {}
+
+
+def search_early(tenant: Tenant, session: ChatSession, text: str) -> EarlySearch | None:
+    """The turn's search started at once, for a tenant whose last turn in this process had articles (else None:
+    ``prepare_turn`` starts it once it has read whether the tenant has any)."""
+    if not _with_knowledge.get(tenant.pk):
+        return None
+    return EarlySearch(segment_of(session), search_soon(tenant, session, text))
+
+
+def search_for_turn(
+    tenant: Tenant, session: ChatSession, text: str, has_knowledge: bool, early: EarlySearch | None
+) -> Future[list[KnowledgeHit]] | None:
+    """The turn's search, given what its state says (``has_knowledge``, the session as read): the early one when
+    it searched the session's audience, else a new one; None for a tenant without articles."""
+    _with_knowledge[tenant.pk] = has_knowledge
+    if not has_knowledge:
+        return None
+    if early is not None and early.segment == segment_of(session):
+        return early.future
+    return search_soon(tenant, session, text)
 
 
 def finished(search: Future[list[KnowledgeHit]] | None) -> list[KnowledgeHit]:

@@ -153,14 +153,21 @@ def _used_ids(value: Any) -> list[str]:
 
 
 @require_session_id
-def prepare_turn(tenant: Tenant, session: ChatSession, message: Message, context_size: int) -> PreparedTurn:
-    """Step 2 of ``chat.turn.run`` (DESIGN.md's steps 2–4): extraction and feedback, recall, and the prompt."""
+def prepare_turn(
+    tenant: Tenant,
+    session: ChatSession,
+    message: Message,
+    context_size: int,
+    early_search: knowledge_mod.EarlySearch | None = None,
+) -> PreparedTurn:
+    """Step 2 of ``chat.turn.run`` (DESIGN.md's steps 2–4): extraction and feedback, recall, and the prompt.
+    ``early_search``: the knowledge search the turn started when it began (``chat.turn.knowledge.search_early``)."""
     with tenant_scope(tenant):
         query_embedding = embed_query_soon(tenant, message.text)  # overlaps the extraction below
         state = _turn_state(tenant, session, message.seq)
         session = state.session
         # Beside extraction and recall, not after them: joined only when the prompt is built.
-        search = knowledge_mod.search_soon(tenant, session, message.text) if state.has_knowledge else None
+        search = knowledge_mod.search_for_turn(tenant, session, message.text, state.has_knowledge, early_search)
         previously_used = _previously_used(tenant, state, message.seq)
         before = state.history[-1]["text"] if state.history else ""
         extraction = extract_and_store(tenant, session, message, previous_text=before, ask_model=structured_answer)

@@ -43,6 +43,7 @@ from chat.prompt.prepared import PreparedTurn
 from chat.sessions import messages
 from chat.turn.finish import finish_turn
 from chat.turn.forget import forget_turn
+from chat.turn.knowledge import EarlySearch, search_early
 from chat.turn.prepare import REPLY_RESERVE, prepare_turn
 from chat.turn.tool_rounds import rebuild_prompt, run_tool_call
 from config.db.sql import unit_of_work
@@ -238,14 +239,16 @@ async def _keep_lease(tenant: Tenant, message: Message) -> None:
 # --- step 2: prepare ---------------------------------------------------------------
 
 
-async def _prepare(tenant: Tenant, session: ChatSession, message: Message, llm: OllamaChat) -> PreparedTurn:
+async def _prepare(
+    tenant: Tenant, session: ChatSession, message: Message, llm: OllamaChat, early: EarlySearch | None = None
+) -> PreparedTurn:
     """Step 2: the model's context size (``TurnFailed`` when the model cannot tell it), then
-    ``prepare_turn`` in a unit of work of its own."""
+    ``prepare_turn`` in a unit of work of its own (``early``: the knowledge search the turn already started)."""
     try:
         context_size = await llm.context_size()
     except LLMError as exc:
         raise _failed(exc, message) from exc
-    return await _timed("prepare", unit_of_work(prepare_turn)(tenant, session, message, context_size))
+    return await _timed("prepare", unit_of_work(prepare_turn)(tenant, session, message, context_size, early))
 
 
 # --- step 3: generate, with tool rounds ---------------------------------------------
@@ -399,9 +402,11 @@ async def _answer(
     answered = False
     try:
         llm = llm or get_llm()
+        # The knowledge search starts now, beside everything that follows (chat.turn.knowledge.search_early).
+        early = search_early(tenant, session, message.text) if handed is None else None
         # 「忘掉我的地址」 is answered without the model (chat.turn.forget); any other message is prepared for it.
         forgot = handed or await forget_turn(tenant, session, message)  # handed: a handoff's notice
-        reply = _Reply(id=str(uuid.uuid4()), prepared=forgot or await _prepare(tenant, session, message, llm))
+        reply = _Reply(id=str(uuid.uuid4()), prepared=forgot or await _prepare(tenant, session, message, llm, early))
         # Grounded mode's "I do not know" (chat.turn.knowledge) is, like a forget request's answer, not the model's.
         fixed = forgot.reply_text if forgot is not None else reply.prepared.fixed_reply
         if fixed is None:

@@ -22,8 +22,8 @@ live in different spaces: never compare a query of one with memories of another.
 
 from __future__ import annotations
 
-import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -133,14 +133,40 @@ def embed(
 
 def embed_one(text: str, *, model: str = DEFAULT_MODEL, kind: str = "passage") -> np.ndarray:
     """One text's embedding. Queries come from a small per-process cache: a chat turn embeds the user's
-    message for recall and again for topic tracking (``memory.topics.freeze``) with the same model."""
+    message for recall, for topic tracking (``memory.topics.freeze``) and for its knowledge search, the last on a
+    thread of its own at the same time as recall — so a query being embedded is embedded once, and a second
+    caller waits for the first's vector instead of computing it again."""
     if kind == "query":
         return _query_vector(text, model)
     return embed([text], model=model, kind=kind)[0]
 
 
-@functools.lru_cache(maxsize=QUERY_CACHE_SIZE)
+_query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # least recently used first
+_query_pending: dict[tuple[str, str], threading.Event] = {}
+_query_lock = threading.Lock()
+
+
 def _query_vector(text: str, model: str) -> np.ndarray:
-    vector = embed([text], model=model, kind="query")[0]
-    vector.flags.writeable = False  # shared by every caller that asks for the same query
-    return vector
+    key = (text, model)
+    while True:
+        with _query_lock:
+            vector = _query_vectors.get(key)
+            if vector is not None:
+                _query_vectors.move_to_end(key)
+                return vector
+            pending = _query_pending.get(key)
+            if pending is None:
+                _query_pending[key] = threading.Event()
+                break
+        pending.wait(timeout=30)  # then the vector is cached, or its caller failed and this one computes it
+    try:
+        vector = embed([text], model=model, kind="query")[0]
+        vector.flags.writeable = False  # shared by every caller that asks for the same query
+        with _query_lock:
+            _query_vectors[key] = vector
+            while len(_query_vectors) > QUERY_CACHE_SIZE:
+                _query_vectors.popitem(last=False)
+        return vector
+    finally:
+        with _query_lock:
+            _query_pending.pop(key).set()

@@ -154,7 +154,11 @@ def test_an_article_for_a_segment_reaches_only_that_segments_sessions(globex, fa
     vip_prompt = system_text(fake_ollama.chat_requests[-1])
     _send(globex, plain, "How fast does support answer?")
     plain_prompt = system_text(fake_ollama.chat_requests[-1])
-    # then
+    # and the VIP customer asks again (a later turn of a tenant with articles starts its search as the turn begins)
+    _send(globex, vip, "Does VIP support answer by phone?")
+    vip_again = system_text(fake_ollama.chat_requests[-1])
+    # then each turn's prompt holds the articles of its own audience only
     assert "within one hour" in vip_prompt
     assert "within one hour" not in plain_prompt
     assert "within two days" in plain_prompt
+    assert "within one hour" in vip_again
