@@ -33,7 +33,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -49,6 +49,8 @@ from tenants.rls import tenant_scope
 #: The most characters of one article's body, as given (markup included). A help article is a few thousand;
 #: a longer text is several articles.
 MAX_BODY_CHARS = 100_000
+#: An import writing at least this many articles refreshes the planner's statistics of the knowledge tables.
+ANALYZE_AFTER = 200
 MAX_TITLE_CHARS = 300
 MAX_TAGS = 20
 MAX_TAG_CHARS = 50
@@ -560,7 +562,9 @@ def do_import_articles(
 ) -> ImportCounts:
     """Every article of an import in one transaction: a refused one (``overlapping_validity``…, naming its
     ``item``) stores none of them. Only the items that write something are embedded, before the transaction.
-    ``progress("embed" | "write", n)`` is called after each item of either step (the command's progress bar)."""
+    ``progress("embed" | "write", n)`` is called after each item of either step (the command's progress bar).
+    An import writing :data:`ANALYZE_AFTER` articles or more ends with ``ANALYZE`` of the knowledge tables, so the
+    first searches after it plan on the tables' new sizes."""
     check_import_items(items)
     prepared = []
     for item in items:
@@ -574,6 +578,11 @@ def do_import_articles(
                 do_import_article(tenant, item, passages, counts)
             if progress is not None:
                 progress("write", 1)
+    if counts.created + counts.updated >= ANALYZE_AFTER:
+        # The planner's statistics still describe the tables before the import (autovacuum analyses later):
+        # the first searches of a tenant it does not know yet would plan as for a handful of rows.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE knowledge_article, knowledge_articleversion, knowledge_passage")
     return counts
 
 
