@@ -90,6 +90,9 @@ class MessageOut(serializers.Serializer):
     client_msg_id = serializers.CharField(allow_null=True)
     reply_to = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
+    citations = CitationOut(
+        many=True, required=False, help_text="An agent's reply: the passages it cited (docs/knowledge.md)."
+    )
 
 
 class SessionVariablesIn(serializers.Serializer):

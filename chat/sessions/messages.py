@@ -280,7 +280,9 @@ def list_messages(
 
 
 def serialize_message(message: Message) -> dict[str, Any]:
-    return {
+    """A message as the history lists it; an agent's reply also carries the ``citations`` its turn answered
+    with (stored in its ``data``), so a page that reloads shows their sources."""
+    data = {
         "id": str(message.pk),
         "role": message.role,
         "text": message.text,
@@ -289,3 +291,6 @@ def serialize_message(message: Message) -> dict[str, Any]:
         "reply_to": str(message.reply_to_id) if message.reply_to_id else None,
         "created_at": message.created_at.isoformat().replace("+00:00", "Z"),
     }
+    if message.role == Message.Role.ASSISTANT:
+        data["citations"] = list((message.data or {}).get("citations", []))
+    return data

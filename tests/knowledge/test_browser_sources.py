@@ -52,3 +52,10 @@ def test_the_widget_shows_the_replys_sources_as_links(globex, fake_ollama, asgi_
         assert links.first.get_attribute("rel") == "noopener noreferrer"
         assert page.locator(".mdk-sources").first.text_content().startswith("Sources:")
         assert violations(page, console) == []
+        # and after the customer reloads the page, the reply from the history still shows its source
+        page.reload()
+        page.wait_for_selector(".mdk-status:text('Connected')", timeout=15000)
+        page.wait_for_selector(".mdk-assistant .mdk-sources a.mdk-source", timeout=15000)
+        reloaded = page.locator(".mdk-assistant .mdk-sources a.mdk-source")
+        assert reloaded.count() == 1
+        assert reloaded.first.get_attribute("href") == "https://help.globex.test/centre"

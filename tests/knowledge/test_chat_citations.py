@@ -162,3 +162,41 @@ def test_an_article_for_a_segment_reaches_only_that_segments_sessions(globex, fa
     assert "within one hour" not in plain_prompt
     assert "within two days" in plain_prompt
     assert "within one hour" in vip_again
+
+
+def test_the_history_lists_each_replys_citations(acme, policy, fake_ollama):
+    # given a reply that cited the refund passage, and one that cited nothing
+    fake_ollama.script(citing(REFUND))
+    opened = open_session(acme, "u1")
+    sid = opened["session_id"]
+    cited = _send(acme, sid, "退款多久能到账？").json()
+    fake_ollama.script(lambda body: "好的。")
+    _send(acme, sid, "谢谢")
+    # when the page reloads its history over REST
+    listed = acme.client.get(f"/api/v1/sessions/{sid}/messages").json()["messages"]
+    # then the first reply carries the citations its turn answered, the second an empty list, the user's none
+    replies = [m for m in listed if m["role"] == "assistant"]
+    assert [r["citations"] for r in replies] == [cited["citations"], []]
+    assert all("citations" not in m for m in listed if m["role"] == "user")
+    assert cited["citations"][0]["title"] == "售后政策"
+
+
+async def test_the_sockets_history_frame_lists_each_replys_citations(acme, policy, fake_ollama):
+    # given a reply that cited the refund passage
+    fake_ollama.script(citing(REFUND))
+    opened = await sync_to_async(open_session)(acme, "ws-history")
+    cited = (await sync_to_async(_send)(acme, opened["session_id"], "退款多久能到账？")).json()
+    # when the page reconnects and asks for its history
+    path = f"/ws/chat/?session_id={opened['session_id']}&token={opened['token']}"
+    communicator = WebsocketCommunicator(application, path, headers=[(b"host", b"testserver")])
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    await communicator.send_json_to({"type": "history", "limit": 50})
+    frame = await communicator.receive_json_from(timeout=10)
+    while frame["type"] != "history":
+        frame = await communicator.receive_json_from(timeout=10)
+    await communicator.disconnect()
+    # then the reply in it carries the same citations as when it was answered
+    reply = next(m for m in frame["messages"] if m["role"] == "assistant")
+    assert reply["citations"] == cited["citations"]
+    assert len(reply["citations"]) == 1

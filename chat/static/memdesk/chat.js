@@ -201,6 +201,7 @@
           f.messages.forEach(function (m) {
             var shown = bubble(m.role, m.text, m.status === "partial" ? "mdk-partial" : "");
             if (m.role === "assistant" || m.role === "staff") renderMarkdown(shown, m.text);
+            if (m.role === "assistant") showSources(shown, m.citations);
           });
           if (f.state) showState({ state: f.state });
         } else if (f.type === "ack") {
