@@ -48,8 +48,10 @@ and is judged on the stored passage (``Passage.text`` by its ``public_id``).
   with no article, alternating which goes first; p50/p95 of ``run_turn``'s wall time each, and their ratio.
 - *(d) import rate*, above.
 
-Nothing is fitted: every figure is over the dialogues chosen by ``--half`` (default ``all``; ``fit``/``report``
-split by sha256 of the dialogue id as ``topic_switch_public.half_of``).
+Every figure is over the dialogues chosen by ``--half`` (default ``all``; ``fit``/``report`` split by sha256 of the
+dialogue id as ``topic_switch_public.half_of``). The knowledge search's ranking and speed settings
+(``knowledge.search``) were chosen on the ``fit`` half's Chinese dialogues: only the ``report`` half's figures say
+how the search does on questions it was not tuned on (bench/RESULTS.md).
 
 Run from the repository root (the memory writer is off: conversation units play no part here)::
 
