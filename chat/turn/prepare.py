@@ -33,6 +33,7 @@ from chat.turn import knowledge as knowledge_mod
 from config.db.sql import load_models
 from conversations.access import SessionNotFound, require_session_id
 from conversations.models import ChatSession, Message
+from memory.conversation import TERM
 from memory.extraction import extract_and_store
 from memory.models import MemoryUnit
 from memory.recall import RecallResult, embed_query_soon, recall
@@ -66,8 +67,18 @@ def _missing_facts(result: RecallResult) -> list[str]:
 
 def _memory_line(memory: MemoryUnit, *, stale: bool = False) -> str:
     """A recalled memory as the prompt shows it; one that is no longer current (recall's ``stale``: a later
-    statement changed it) says so, so the model can tell "your old address was …" from "your address is …"."""
-    return f"[{memory.type}, no longer current] {memory.content}" if stale else f"[{memory.type}] {memory.content}"
+    statement changed it) says so, so the model can tell "your old address was …" from "your address is …"; a
+    word a later statement replaced says what replaced it (the rest of the statement may still hold)."""
+    if not stale:
+        return f"[{memory.type}] {memory.content}"
+    replaced = [
+        f"{attr.removeprefix(TERM)} → {change['to']}"
+        for attr, change in sorted(((memory.data or {}).get("changed") or {}).items())
+        if attr.startswith(TERM) and isinstance(change, dict) and change.get("to")
+    ]
+    if replaced:
+        return f"[{memory.type}, no longer current: since changed {'; '.join(replaced)}] {memory.content}"
+    return f"[{memory.type}, no longer current] {memory.content}"
 
 
 def _previous_reply_memories(tenant: Tenant, session: ChatSession, before_seq: int) -> tuple[Message | None, list]:

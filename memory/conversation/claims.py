@@ -450,6 +450,40 @@ def claim_of(text: str, said: datetime | None = None) -> Claim:
     return Claim(text, subjects, tuple(values), masked_text, until, words_of(masked_text))
 
 
+#: How far before a value its label is read: Chinese characters, English words (within the value's clause).
+LABEL_CHARACTERS = 6
+LABEL_WORDS = 3
+_CLAUSE_END = re.compile(r"[，。！？；,.!?;:：、\n]")
+
+
+def label_of(claim: Claim, value: Value) -> frozenset[str]:
+    """What names a value in its statement: the words just before it in its clause (「门票价格⟨money⟩」 → 门票, 票价,
+    价格; "a budget of ⟨money⟩" → budget), as Chinese character pairs and English content words. Two values of
+    one kind with a label in common give the same attribute (a ticket's price twice); a card's limit and its
+    bill, both amounts, share none."""
+    before = claim.text[: value.start]
+    clause = _CLAUSE_END.split(before)[-1] if _CLAUSE_END.search(before) else before
+    clause = _MASK_TOKEN.sub(" ", clause)
+    zh = "".join(re.findall(r"[\u4e00-\u9fff]", clause[-LABEL_CHARACTERS * 2 :]))[-LABEL_CHARACTERS:]
+    pairs = {zh[i : i + 2] for i in range(len(zh) - 1)}
+    en = [w.lower() for w in re.findall(r"[A-Za-z]+", clause) if w.lower() not in _EN_STOP][-LABEL_WORDS:]
+    return frozenset(pairs | set(en))
+
+
+def names_label(question: str, claim: Claim, attr: str) -> bool:
+    """Whether ``question`` names what labels a value of ``attr`` in ``claim`` (「景点门票是什么价位」 names 门票, the
+    label of 「门票价格20-50元」's amount; a statement with one value of ``attr``): a Chinese question asks for a
+    value by its label as often as by its kind.
+    Chinese labels only: an English label is often the thing booked ("a table for 4 people"), which a question
+    about the booking's day names as well."""
+    values = [v for v in claim.values if v.attr == attr]
+    if len(values) != 1:
+        return False  # which of several amounts changed is not known: only the attribute asked by kind counts
+    run = "".join(re.findall(r"[\u4e00-\u9fff]+", question))
+    pairs = {run[i : i + 2] for i in range(len(run) - 1)}
+    return bool(pairs & {w for w in label_of(claim, values[0]) if re.fullmatch(r"[\u4e00-\u9fff]{2}", w)})
+
+
 def masked_similarity(a: Claim, b: Claim) -> float:
     """How alike two statements read once their values are masked: the Dice overlap of their words."""
     if not a.words or not b.words:

@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from memory.conversation.claims import Claim, claim_of, is_brief, masked_similarity
+from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity
+from memory.conversation.terms import MAX_TERMS, terms_of
+from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
@@ -44,6 +46,8 @@ from memory.topics.domains import classify, named_domains
 
 logger = logging.getLogger(__name__)
 
+#: The prefix of a changed attribute that is a term (a word with no form of its own: "term:panasian").
+TERM = "term:"
 #: Masked texts whose words overlap at least this much (Dice) give the same attribute.
 SAME_WORDS = 0.5
 #: Values that identify someone or somewhere: changed only by a near copy (a correction).
@@ -111,10 +115,15 @@ WHERE o.tenant_id = %(tenant)s AND o.key LIKE 'conversation:%%' AND o.embedding 
 @dataclass(frozen=True)
 class Verdict:
     """What a newer unit does to an older one: ``changed`` attributes, and whether the older is ``superseded``
-    as a whole."""
+    as a whole. ``terms``: the older's terms the newer replaced (``memory.conversation.terms``), as ``(old, new)``;
+    each is also a changed attribute ``term:<old>``."""
 
     changed: frozenset[str]
     superseded: bool
+    terms: tuple[tuple[str, str], ...] = ()
+    #: Changed attributes whose old and new values carry the same label (``claims.label_of``): a question that
+    #: names the label asks for them.
+    labelled: frozenset[str] = frozenset()
 
 
 def _near_copy(old: set[str], new: set[str], kind: str) -> bool:
@@ -144,9 +153,23 @@ def _near_copy(old: set[str], new: set[str], kind: str) -> bool:
     return False
 
 
-def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) -> Verdict | None:
+def judge(
+    old: Claim,
+    new: Claim,
+    similarity: float,
+    *,
+    nearby: bool = False,
+    replaced: Sequence[tuple[str, str]] = (),
+    requests: bool = False,
+) -> Verdict | None:
     """What ``new`` (said later) does to ``old``; None when it leaves it as it was. ``similarity``: the cosine
-    of their vectors; ``nearby``: ``new`` was said a few messages after ``old`` in the same session."""
+    of their vectors; ``nearby``: ``new`` was said a few messages after ``old`` in the same session;
+    ``replaced``: terms of ``old`` that ``new`` replaced (``memory.conversation.terms.replaced``, which the caller
+    asks only for two statements of one matter said close together). A replaced term changes that term only:
+    the older statement's other words stay as true as they were. ``requests``: both are the customer's own
+    statements in one session on one matter (a second search for a hotel, with another budget): there a value
+    labelled as the older one's was (``claims.label_of``: 「门票价格⟨money⟩」 then 「门票⟨money⟩」) gives the same
+    attribute, however far apart and however differently the rest is worded."""
     if old.subjects and new.subjects and not (old.subjects & new.subjects):
         return None  # about different things
     # Vectors say two statements are on one topic, not that they give one attribute (a credit card's limit and
@@ -156,7 +179,7 @@ def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) ->
     # matter's (a membership's expiry after a birthday).
     same_matter = (nearby and is_brief(new)) or masked_similarity(old, new) >= SAME_WORDS
     old_attrs, new_attrs = old.attrs, new.attrs
-    changed = set()
+    changed, labelled_attrs = set(), set()
     for attr, values in new_attrs.items():
         before = old_attrs.get(attr)
         if not before or not (values - before):
@@ -165,14 +188,30 @@ def judge(old: Claim, new: Claim, similarity: float, *, nearby: bool = False) ->
         # A phone, an e-mail or an address is someone's: another one said later is usually someone else's (the
         # claims centre's number, then the spouse's). Only a near copy corrects it; a real change of the
         # customer's own is a keyed fact's (memory.extraction), whose current value makes the old unit stale.
-        if (same_matter and kind not in IDENTITY_KINDS) or _near_copy(before, values - before, kind):
+        # Of the customer's own requests on one matter, a count names its attribute by what it counts ("2 nights"
+        # after "3 nights"); an amount, a date or a time needs the same label (a budget, not a deposit).
+        same_label = _same_label(old, new, attr)
+        if kind not in IDENTITY_KINDS and (same_matter or (requests and (kind == "count" or same_label))):
             changed.add(attr)
+        elif _near_copy(before, values - before, kind):
+            changed.add(attr)
+        if attr in changed and same_label:
+            labelled_attrs.add(attr)
     names_all = old.subjects <= new.subjects
-    if changed:
-        return Verdict(frozenset(changed), superseded=set(old_attrs) <= changed and names_all)
+    terms = tuple(sorted(set(replaced))) if not (old.subjects - new.subjects) else ()
+    if changed or terms:
+        whole = bool(changed) and set(old_attrs) <= changed and names_all and not terms
+        attrs = frozenset(changed | {f"{TERM}{a}" for a, _ in terms})
+        return Verdict(attrs, superseded=whole, terms=terms, labelled=frozenset(labelled_attrs))
     if old.subjects and names_all and not old.values and not new.values and similarity >= SAME_THING:
         return Verdict(frozenset({"status"}), superseded=True)  # a later state of the same thing
     return None
+
+
+def _same_label(old: Claim, new: Claim, attr: str) -> bool:
+    """Whether a value of ``attr`` in ``new`` is labelled with a word that labels one in ``old``."""
+    labels = [label_of(old, v) for v in old.values if v.attr == attr]
+    return any(label_of(new, v) & label for v in new.values if v.attr == attr for label in labels)
 
 
 @dataclass(frozen=True)
@@ -187,6 +226,13 @@ class _Earlier:
     session_id: Any
     seq: int | None
     vector: str | None
+    role: str | None = None
+
+
+def _role(data: Any) -> str | None:
+    if isinstance(data, str):
+        data = json.loads(data)
+    return (data or {}).get("role")
 
 
 def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earlier]]:
@@ -199,7 +245,7 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earli
             new_id,
             old_id,
             content,
-            _data,
+            data,
             created_at,
             nearby,
             similarity,
@@ -208,7 +254,9 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earli
             vector,
         ) in cursor.fetchall():
             out[new_id].append(
-                _Earlier(old_id, content, created_at, float(similarity), bool(nearby), session_id, seq, vector)
+                _Earlier(
+                    old_id, content, created_at, float(similarity), bool(nearby), session_id, seq, vector, _role(data)
+                )
             )
         for unit in new:
             subjects = (unit.data or {}).get("about", {}).get("subjects") or []
@@ -222,10 +270,12 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earli
                     "source": unit.source_message_id, "patterns": [f"%{s}%" for s in subjects],
                 },
             )  # fmt: skip
-            for old_id, content, _data, created_at, nearby, similarity, session_id, seq, vector in cursor.fetchall():
+            for old_id, content, data, created_at, nearby, similarity, session_id, seq, vector in cursor.fetchall():
                 if old_id not in seen:
                     out[unit.pk].append(
-                        _Earlier(old_id, content, created_at, float(similarity), nearby, session_id, seq, vector)
+                        _Earlier(
+                            old_id, content, created_at, float(similarity), nearby, session_id, seq, vector, _role(data)
+                        )
                     )
     return out
 
@@ -266,6 +316,11 @@ class _Matters:
     def note(self, earlier: _Earlier, model: str) -> None:
         self._note(earlier.id, earlier.session_id, earlier.seq, earlier.vector, model)
 
+    def session_of(self, unit_id: Any) -> Any:
+        """The session a unit was said in, if known."""
+        where = self._where.get(unit_id)
+        return where[0] if where else None
+
     def of(self, unit_id: Any) -> str | None:
         own = self._own.get(unit_id)
         if own is not None or unit_id not in self._where:
@@ -279,26 +334,59 @@ class _Matters:
         return shown[-1] if shown else None
 
 
+def _replacing(
+    unit: MemoryUnit, claim: Claim, earlier: Sequence[_Earlier], matters: _Matters, matter: str | None, named: set[str]
+) -> dict[str, str]:
+    """The terms the customer's ``unit`` puts in place of terms of their own statements said just before it in
+    the same session, on the same matter (``memory.conversation.terms``): old term → new term. Only the customer's
+    own revision of their request counts (the agent's reply names a venue, its street, its phone: other words,
+    not another choice); once found, it changes every unit of the matter said in between that names the old term
+    (the agent's "no Panasian restaurants in the south")."""
+    if unit.source_role != "user" or matter is None:
+        return {}
+    new_terms = terms_of(claim.masked)
+    if not new_terms:
+        return {}
+    out: dict[str, str] = {}
+    for e in earlier:
+        if e.role != "user" or not e.nearby or (named and matter not in named):
+            continue
+        matters.note(e, unit.embedding_model)
+        if matters.of(e.id) != matter:
+            continue
+        for old_term, new_term in replaced_terms(claim_of(e.content).masked, claim.masked, unit.embedding_model):
+            out.setdefault(old_term, new_term)
+    return out
+
+
+def _states_something(unit: MemoryUnit) -> bool:
+    """Whether a unit may change an earlier one: it states a value, names an identifier, or says a few terms."""
+    about = (unit.data or {}).get("about") or {}
+    if about.get("values") or about.get("subjects"):
+        return True
+    terms = terms_of(claim_of(unit.content).masked)
+    return 0 < len(terms) <= MAX_TERMS
+
+
 def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
     """Apply what each of ``new`` (stored conversation units, with vectors) does to the customer's earlier
     units, in the caller's transaction: supersede those it replaces, note the changed attributes of those it
     changes in part. Returns how many earlier units it superseded."""
-    new = [
-        u
-        for u in new
-        if (u.data or {}).get("about", {}).get("values") or (u.data or {}).get("about", {}).get("subjects")
-    ]
+    new = [u for u in new if _states_something(u)]
     if not new:
         return 0
     candidates = _candidates(tenant, new)
     matters = _Matters(tenant, new)
     ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
+    matter_of: dict[Any, str | None] = {}
     for unit in sorted(new, key=lambda u: u.created_at):
-        if (unit.data or {}).get("question") and not (unit.data or {}).get("about", {}).get("values"):
-            continue
         claim = claim_of(unit.content, unit.created_at)
+        # A question that states no value changes nothing ("What time does it leave?"), but a request put as a
+        # question may revise a choice's terms ("How about a cheap Chinese place?").
+        asks_only = bool((unit.data or {}).get("question")) and not claim.values
         matter = matters.of(unit.pk)
         named = named_domains(unit.content)
+        replacing = _replacing(unit, claim, candidates.get(unit.pk, []), matters, matter, named)
         for earlier in candidates.get(unit.pk, []):
             matters.note(earlier, unit.embedding_model)
             other = matters.of(earlier.id)
@@ -308,7 +396,26 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             # A unit that names a matter of its own ("a train arriving by 10:00") opens it: what was said just
             # before about an unknown matter is not changed by its being near.
             nearby = earlier.nearby and not (named and other not in named)
-            verdict = judge(claim_of(earlier.content, earlier.created_at), claim, earlier.similarity, nearby=nearby)
+            if asks_only and not nearby:
+                continue
+            old_claim = claim_of(earlier.content, earlier.created_at)
+            terms = []
+            if replacing and nearby and matter == other:
+                old_terms = terms_of(old_claim.masked)
+                terms = [(u, w) for u, w in replacing.items() if u in old_terms and w not in old_terms]
+            if asks_only and not terms:
+                continue
+            # The customer's own requests on one matter, in one session: a later one with another value of a
+            # labelled attribute is a new wish for it (a second search with another budget).
+            requests = (
+                unit.source_role == "user"
+                and earlier.role == "user"
+                and matter is not None
+                and matter == other
+                and earlier.session_id is not None
+                and earlier.session_id == matters.session_of(unit.pk)
+            )
+            verdict = judge(old_claim, claim, earlier.similarity, nearby=nearby, replaced=terms, requests=requests)
             logger.debug(
                 "%r (%s) vs earlier %r (%s): similarity %.3f, %s",
                 unit.content, matter, earlier.content, other, earlier.similarity, verdict,
@@ -319,7 +426,15 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             if was is None or (verdict.superseded and not was[1].superseded):
                 ends[old_id] = (unit, verdict)
             elif not was[1].superseded:
-                ends[old_id] = (was[0], Verdict(was[1].changed | verdict.changed, superseded=False))
+                merged = Verdict(
+                    was[1].changed | verdict.changed,
+                    superseded=False,
+                    terms=was[1].terms + verdict.terms,
+                    labelled=was[1].labelled | verdict.labelled,
+                )
+                ends[old_id] = (was[0], merged)
+            if verdict.terms:
+                matter_of[old_id] = matter
     if not ends:
         return 0
     rows = {m.pk: m for m in MemoryUnit.objects.for_tenant(tenant).select_for_update().filter(pk__in=list(ends))}
@@ -343,6 +458,10 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             data = dict(row.data or {})
             changed = dict(data.get("changed") or {})
             changed.update({attr: {"by": str(unit.pk), "at": unit.created_at.isoformat()} for attr in verdict.changed})
+            for attr in verdict.labelled:  # the same label: a question naming it asks for this attribute
+                changed[attr]["labelled"] = True
+            for old_term, new_term in verdict.terms:  # what replaced it, and in which matter (recall reads both)
+                changed[f"{TERM}{old_term}"].update({"to": new_term, "matter": matter_of.get(old_id)})
             data["changed"] = changed
             row.data = data
             row.save(update_fields=["data"])

@@ -11,13 +11,15 @@ from typing import Any
 from django.db import connection
 
 from conversations.models import ChatSession
-from memory.conversation.claims import asked_attrs, claim_of
+from memory.conversation.claims import asked_attrs, claim_of, names_label
+from memory.conversation.supersede import TERM
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.ranking import about_past, names_any, query_identifiers
 from memory.recall.tuning import tuning
 from memory.store.read import SCOPE_SQL, scope_params
+from memory.topics.domains import named_domains
 from tenants.models import Tenant
 
 # The keyed facts of some keys that a session may see and that are valid at ``as_of`` (the current values).
@@ -108,12 +110,32 @@ def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) 
     if not marked or not query:
         return stale
     asked = asked_attrs(query)
+    named = named_domains(query)
     for unit in marked:
         for attr, change in unit.data["changed"].items():
-            at = change.get("at") if isinstance(change, dict) else None
-            if attr in asked and (at is None or datetime.fromisoformat(at) <= as_of):
+            change = change if isinstance(change, dict) else {}
+            at = change.get("at")
+            if at is not None and datetime.fromisoformat(at) > as_of:
+                continue
+            if attr.startswith(TERM):
+                if _asks_term(asked, named, change):
+                    stale.add(unit.pk)
+            elif attr in asked or (change.get("labelled") and names_label(query, claim_of(unit.content), attr)):
                 stale.add(unit.pk)
     return stale
+
+
+def _asks_term(asked: set[str], named: set[str], change: dict[str, Any]) -> bool:
+    """Whether a question may ask for a term a later statement replaced (``memory.conversation.terms``): it
+    asks for no typed attribute (a date, a count, an amount: those have their own changes) and names no
+    other matter than the one the term was replaced in. Which of the matter's choices it asks for is not
+    read — word vectors do not tell "what kind of food" from "which area" reliably — so a question about
+    another choice of the same matter also sees the older statement as changed; the prompt says what
+    replaced what (``changes``)."""
+    if asked:
+        return False
+    matter = change.get("matter")
+    return not named or matter is None or matter in named
 
 
 # Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).
@@ -204,6 +226,36 @@ def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[
     return out
 
 
+def _changers(memory: MemoryUnit) -> list[str]:
+    """The units that superseded or changed ``memory`` (``memory.conversation.supersede``), newest first."""
+    changes = [c for c in ((memory.data or {}).get("changed") or {}).values() if isinstance(c, dict) and c.get("by")]
+    out = [str(c["by"]) for c in sorted(changes, key=lambda c: str(c.get("at") or ""), reverse=True)]
+    if memory.superseded_by_id is not None:
+        out.insert(0, str(memory.superseded_by_id))
+    return out
+
+
+def _changers_in_place(hits: list[RecallHit]) -> list[RecallHit]:
+    """The current hits of ``hits`` in order, where a unit that changed a stale hit ranked above it takes that
+    hit's place: the value said later answers where the one it changed would have."""
+    current = {str(h.memory.pk): h for h in hits if not h.stale}
+    position = {str(h.memory.pk): i for i, h in enumerate(hits)}
+    out: list[RecallHit] = []
+    emitted: set[str] = set()
+    for hit in hits:
+        pk = str(hit.memory.pk)
+        if hit.stale:
+            for newer in _changers(hit.memory):
+                if newer in current and newer not in emitted and position[newer] > position[pk]:
+                    out.append(current[newer])
+                    emitted.add(newer)
+            continue
+        if pk not in emitted:
+            out.append(hit)
+            emitted.add(pk)
+    return out
+
+
 def current_first(
     tenant: Tenant,
     session: ChatSession,
@@ -242,7 +294,7 @@ def current_first(
     stale = _stale_units(tenant, session, kept_units, as_of, query, present=about_now)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
-    current = [h for h in kept if not h.stale]
+    current = _changers_in_place(kept)
     current = _after_overtakers(
         current,
         overtaken(

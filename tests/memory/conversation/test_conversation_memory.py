@@ -402,8 +402,16 @@ def test_a_price_that_changed_overtakes_the_old_price(acme, fake_ollama):
         _talk(acme, fake_ollama, sid, user, agent)
     changed = "可以的。因为当晚房价上涨，总价变为四千零四十元，需要补差价二百元。"
     _talk(acme, fake_ollama, sid, "能不能晚一天入住", changed)
-    found = _recall(acme, "hotel-price", "酒店总价是多少？")
+    found = _recall(acme, "hotel-price", "酒店总价是多少？", k=10)
     assert _rank(found, "四千零四十元") < _rank(found, "三千八百四十元") < 99
+    # the old total is still recalled, as history: the question names what labels it (总价), so it is stale
+    sid = open_session(acme, "hotel-price")["session_id"]
+    response = acme.client.post(
+        "/api/v1/memories/recall", {"query": "酒店总价是多少？", "k": 10}, format="json", HTTP_X_SESSION_ID=sid
+    )
+    old = [r for r in response.json()["results"] if "三千八百四十元" in r["memory"]["content"]]
+    assert old, response.json()["results"]
+    assert not old[0]["current"], old
 
 
 def test_for_a_question_about_now_the_change_succeeds_the_old_value_before_later_talk(acme, fake_ollama):

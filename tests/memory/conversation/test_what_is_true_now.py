@@ -34,10 +34,10 @@ def _session(ctx: TenantCtx, fake: Any, end_user: str, turns: list[tuple[str, st
     return sid
 
 
-def _recall(ctx: TenantCtx, end_user: str, query: str, as_of: Any = None) -> list[dict[str, Any]]:
+def _recall(ctx: TenantCtx, end_user: str, query: str, as_of: Any = None, k: int = 5) -> list[dict[str, Any]]:
     """The results recalled for ``query`` from a new session of ``end_user``, best first."""
     sid = open_session(ctx, end_user)["session_id"]
-    body: dict[str, Any] = {"query": query, "k": 5}
+    body: dict[str, Any] = {"query": query, "k": k}
     if as_of is not None:
         body["as_of"] = as_of.isoformat()
     response = ctx.client.post("/api/v1/memories/recall", body, format="json", HTTP_X_SESSION_ID=sid)
@@ -341,3 +341,77 @@ def test_the_customers_own_name_and_order_id_are_keyed(acme, fake_ollama):
     keyed = _keyed(acme, "name-zh")
     assert "刘洋" in keyed.get("name", ""), keyed
     assert "DD20261110001" in keyed.get("order_id", ""), keyed
+
+
+# --- a choice with no form of its own (a cuisine) ----------------------------------------------------------
+
+
+def test_a_cuisine_the_customer_replaces_is_no_longer_what_they_want(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "food-en",
+        [("I need a cheap restaurant in the south, preferably a Panasian place.",
+          "I'm not seeing any cheap Panasian restaurants in the south. Would you like something else?"),
+         ("How about a Chinese place?", "The Lucky Star is a cheap Chinese restaurant in the south.")],
+    )  # fmt: skip
+    between = _said_at(globex, "Panasian place")
+    results = _recall(globex, "food-en", "What kind of food did I want at the restaurant?")
+    current = _current(results)
+    assert current, _contents(results)
+    assert "Chinese" in current[0], _contents(results)
+    assert not any("Panasian" in c for c in current), results
+    assert all("Chinese" not in c for c in _contents(results)[: len(current)] if "Panasian" in c), (
+        "a Panasian statement is served as current"
+    )
+    # before the customer changed it, Panasian was what they wanted
+    earlier = _recall(globex, "food-en", "What kind of food did I want at the restaurant?", between)
+    assert any("Panasian" in c for c in _current(earlier)), earlier
+    # the next prompt says the Panasian request is no longer current, and what replaced it
+    prompt = _next_prompt(globex, fake_ollama, "food-en", "Which cuisine did I settle on for the restaurant?")
+    assert "Panasian" not in _as_current(prompt), prompt
+    assert "since changed panasian → chinese" in prompt, prompt
+
+
+def test_a_new_word_in_another_matter_or_far_away_changes_nothing(globex, fake_ollama):
+    # a hotel's area, then a restaurant in another area: two matters, both still true
+    _session(
+        globex, fake_ollama, "areas-en",
+        [("I want a guesthouse in the north.", "The Acorn Guest House is in the north."),
+         ("I also need a restaurant in the west.", "Saint Johns Chop House is in the west.")],
+    )  # fmt: skip
+    results = _recall(globex, "areas-en", "Which area did I want my hotel in?")
+    assert any("guesthouse in the north" in c for c in _current(results)), results
+
+
+# --- a second request on the same matter, with another value of a labelled attribute ---------------------------
+
+
+def test_a_second_search_with_another_ticket_price_is_what_the_customer_wants_now(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "search-zh",
+        [("你好，请帮我推荐一个门票价格20-50元、评分4.5分以上的景点。", "为您推荐景山公园，评分4.6分。"),
+         ("景山公园附近有什么好吃的餐馆吗？", "附近有四季民福烤鸭店，人均150元。"),
+         ("好的，谢谢。", "不客气。"),
+         ("另外我还想去一个地方玩，要门票150-200元的，有什么推荐？", "为您推荐故宫博物院，评分4.7分。")],
+    )  # fmt: skip
+    between = _said_at(acme, "门票价格20-50元")
+    results = _recall(acme, "search-zh", "我后来找的景点门票是什么价位？", k=10)
+    current = _current(results)
+    priced = [c for c in current if "门票" in c]
+    assert priced, _contents(results)
+    assert "150-200元" in priced[0], _contents(results)
+    # the first request is still recalled (its rating is still what was asked), as no longer current
+    assert any("20-50元" in c for c in _contents(results)), _contents(results)
+    assert not any("20-50元" in c for c in current), results
+    earlier = _recall(acme, "search-zh", "我找的景点门票是什么价位？", between)
+    assert any("20-50元" in c for c in _current(earlier)), earlier
+
+
+def test_two_amounts_with_different_labels_are_two_facts(acme, fake_ollama):
+    # a card's limit and its bill are both amounts the customer states, about one card: neither changes the other
+    _session(
+        acme, fake_ollama, "card-zh",
+        [("我的信用卡额度是50000元。", "好的，已记录您的额度。"),
+         ("这个月的账单是3200元，什么时候还款？", "请在本月25日前还款。")],
+    )  # fmt: skip
+    results = _recall(acme, "card-zh", "我的信用卡额度是多少？")
+    assert any("50000元" in c for c in _current(results)), results
