@@ -37,7 +37,7 @@ FRAMED_KIND = 0.1
 MAX_TERMS = 10
 #: A revision brings at most this many terms the older statement did not say ("How about a cheap *Chinese*
 #: place?" after "a cheap Panasian place"): more is another request, not the same one revised.
-MAX_NEW = 2
+MAX_NEW = 3
 #: Word vectors kept per process: a word is embedded once per model.
 CACHE_SIZE = 20_000
 
@@ -139,6 +139,8 @@ def replaced(old_masked: str, new_masked: str, model: str) -> list[tuple[str, st
     framed = np.array(
         [[bool(old_frames.get(u, frozenset()) & new_frames.get(w, frozenset())) for w in came] for u in gone]
     )
+    # One word gone and one come: the revision changed one slot, and the frame is the whole statement.
+    framed |= len(gone) == 1 and len(came) == 1
     fits = (alike < SYNONYM) & ((alike >= SAME_KIND) | (framed & (alike >= FRAMED_KIND)))
     score = np.where(fits, alike + framed, -1.0)  # a framed pair before an unframed one
     out = []
