@@ -56,7 +56,7 @@ def _stale_units(
     query: str | None = None,
     *,
     present: bool = False,
-) -> set[Any]:
+) -> dict[Any, list[str]]:
     """The conversation units among ``units`` that state a value no longer current at ``as_of``: the key's
     current memories hold another value, or — for a key with a validity of its own — none is current any
     more. With ``query``, only the values it asks about count (``memory.conversation.units.asks_about``): the rest
@@ -92,43 +92,57 @@ def _stale_units(
                 if not now:
                     continue
             if now and not any(_states(m, value) for m in now):
-                stale.add(unit.pk)  # another value is current
+                stale.setdefault(unit.pk, [])  # another value is current
             elif not now and key not in TIMELESS_KEYS:
-                stale.add(unit.pk)  # the value's own validity has ended
+                stale.setdefault(unit.pk, [])  # the value's own validity has ended
     return stale
 
 
-def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) -> set[Any]:
+def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) -> dict[Any, list[str]]:
     """The units among ``units`` a later unit had superseded by ``as_of`` (``memory.conversation.supersede``:
     every value it gives has another value now), and those it had changed in part (another value of some of
     their attributes) where ``query`` asks for one of those attributes: for that question the unit gives an
-    old value, however true the rest of it still is."""
+    old value, however true the rest of it still is. Each with the units that made it stale for ``query``
+    (newest first)."""
     if query and about_past(query):
-        return set()  # the earlier statement is the answer
-    stale = {u.pk for u in units if u.superseded_at is not None and u.superseded_at <= as_of}
+        return {}  # the earlier statement is the answer
+    stale: dict[Any, list[str]] = {
+        u.pk: [str(u.superseded_by_id)] if u.superseded_by_id else []
+        for u in units
+        if u.superseded_at is not None and u.superseded_at <= as_of
+    }
     marked = [u for u in units if (u.data or {}).get("changed") and u.pk not in stale]
     if not marked or not query:
         return stale
     asked = asked_attrs(query)
     named = named_domains(query)
     for unit in marked:
+        by: list[tuple[str, str]] = []
         for attr, change in unit.data["changed"].items():
             change = change if isinstance(change, dict) else {}
             at = change.get("at")
             if at is not None and datetime.fromisoformat(at) > as_of:
                 continue
             if attr.startswith(TERM):
-                if _asks_term(asked, named, change):
-                    stale.add(unit.pk)
-            elif attr in asked or (change.get("labelled") and names_label(query, claim_of(unit.content), attr)):
-                stale.add(unit.pk)
+                # a typed attribute the question asks for and the unit states is what it asks (not the term)
+                states = {v.get("attr") for v in ((unit.data.get("about") or {}).get("values") or [])}
+                asks = _asks_term(asked & states, named, change)
+            else:
+                asks = attr in asked or bool(
+                    change.get("labelled") and names_label(query, claim_of(unit.content), attr)
+                )
+            if asks:
+                by.append((str(at or ""), str(change.get("by") or "")))
+        if by:
+            stale[unit.pk] = [pk for _, pk in sorted(by, reverse=True) if pk]
     return stale
 
 
 def _asks_term(asked: set[str], named: set[str], change: dict[str, Any]) -> bool:
     """Whether a question may ask for a term a later statement replaced (``memory.conversation.terms``): it
-    asks for no typed attribute (a date, a count, an amount: those have their own changes) and names no
-    other matter than the one the term was replaced in. Which of the matter's choices it asks for is not
+    asks for no typed attribute the unit states (``asked``: a date, a count, an amount — those have their own
+    changes; "where" asks for an address, and a unit naming only a town states none) and names no other matter
+    than the one the term was replaced in. Which of the matter's choices it asks for is not
     read — word vectors do not tell "what kind of food" from "which area" reliably — so a question about
     another choice of the same matter also sees the older statement as changed; the prompt says what
     replaced what (``changes``)."""
@@ -226,18 +240,10 @@ def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[
     return out
 
 
-def _changers(memory: MemoryUnit) -> list[str]:
-    """The units that superseded or changed ``memory`` (``memory.conversation.supersede``), newest first."""
-    changes = [c for c in ((memory.data or {}).get("changed") or {}).values() if isinstance(c, dict) and c.get("by")]
-    out = [str(c["by"]) for c in sorted(changes, key=lambda c: str(c.get("at") or ""), reverse=True)]
-    if memory.superseded_by_id is not None:
-        out.insert(0, str(memory.superseded_by_id))
-    return out
-
-
-def _changers_in_place(hits: list[RecallHit]) -> list[RecallHit]:
-    """The current hits of ``hits`` in order, where a unit that changed a stale hit ranked above it takes that
-    hit's place: the value said later answers where the one it changed would have."""
+def _changers_in_place(hits: list[RecallHit], changers: dict[Any, list[str]]) -> list[RecallHit]:
+    """The current hits of ``hits`` in order, where a unit that made a stale hit stale (``changers``: for this
+    question) and ranked below it takes that hit's place: the value said later answers where the one it changed
+    would have."""
     current = {str(h.memory.pk): h for h in hits if not h.stale}
     position = {str(h.memory.pk): i for i, h in enumerate(hits)}
     out: list[RecallHit] = []
@@ -245,7 +251,7 @@ def _changers_in_place(hits: list[RecallHit]) -> list[RecallHit]:
     for hit in hits:
         pk = str(hit.memory.pk)
         if hit.stale:
-            for newer in _changers(hit.memory):
+            for newer in changers.get(hit.memory.pk, []):
                 if newer in current and newer not in emitted and position[newer] > position[pk]:
                     out.append(current[newer])
                     emitted.add(newer)
@@ -294,7 +300,7 @@ def current_first(
     stale = _stale_units(tenant, session, kept_units, as_of, query, present=about_now)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
-    current = _changers_in_place(kept)
+    current = _changers_in_place(kept, stale)
     current = _after_overtakers(
         current,
         overtaken(
