@@ -428,9 +428,14 @@ def words_of(masked: str) -> frozenset[str]:
     en = [w.lower() for w in re.findall(r"[A-Za-z]+", plain)]
     tokens |= {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in en if w not in _EN_STOP}
     for run in re.findall(r"[\u4e00-\u9fff]+", plain):
-        tokens |= {run[i : i + 2] for i in range(len(run) - 1)}
+        tokens |= _pairs(run)
         tokens |= set(run)
     return frozenset(tokens)
+
+
+def _pairs(run: str) -> set[str]:
+    """The character pairs of a run of Chinese characters."""
+    return {run[i : i + 2] for i in range(len(run) - 1)}
 
 
 def claim_of(text: str, said: datetime | None = None) -> Claim:
@@ -464,8 +469,7 @@ def label_of(claim: Claim, value: Value) -> frozenset[str]:
     before = claim.text[: value.start]
     clause = _CLAUSE_END.split(before)[-1] if _CLAUSE_END.search(before) else before
     clause = _MASK_TOKEN.sub(" ", clause)
-    zh = "".join(re.findall(r"[\u4e00-\u9fff]", clause[-LABEL_CHARACTERS * 2 :]))[-LABEL_CHARACTERS:]
-    pairs = {zh[i : i + 2] for i in range(len(zh) - 1)}
+    pairs = _pairs("".join(re.findall(r"[\u4e00-\u9fff]", clause[-LABEL_CHARACTERS * 2 :]))[-LABEL_CHARACTERS:])
     en = [w.lower() for w in re.findall(r"[A-Za-z]+", clause) if w.lower() not in _EN_STOP][-LABEL_WORDS:]
     return frozenset(pairs | set(en))
 
@@ -479,8 +483,7 @@ def names_label(question: str, claim: Claim, attr: str) -> bool:
     values = [v for v in claim.values if v.attr == attr]
     if len(values) != 1:
         return False  # which of several amounts changed is not known: only the attribute asked by kind counts
-    run = "".join(re.findall(r"[\u4e00-\u9fff]+", question))
-    pairs = {run[i : i + 2] for i in range(len(run) - 1)}
+    pairs = _pairs("".join(re.findall(r"[\u4e00-\u9fff]+", question)))
     return bool(pairs & {w for w in label_of(claim, values[0]) if re.fullmatch(r"[\u4e00-\u9fff]{2}", w)})
 
 

@@ -195,7 +195,9 @@ def judge(
             changed.add(attr)
         elif _near_copy(before, values - before, kind):
             changed.add(attr)
-        if attr in changed and same_label:
+        else:
+            continue
+        if same_label:
             labelled_attrs.add(attr)
     names_all = old.subjects <= new.subjects
     terms = tuple(sorted(set(replaced))) if not (old.subjects - new.subjects) else ()
@@ -334,8 +336,27 @@ class _Matters:
         return shown[-1] if shown else None
 
 
+class _Claims:
+    """What each earlier unit states, read once per batch (a unit is the neighbour of many new ones)."""
+
+    def __init__(self) -> None:
+        self._read: dict[Any, Claim] = {}
+
+    def of(self, earlier: _Earlier) -> Claim:
+        claim = self._read.get(earlier.id)
+        if claim is None:
+            claim = self._read[earlier.id] = claim_of(earlier.content, earlier.created_at)
+        return claim
+
+
 def _replacing(
-    unit: MemoryUnit, claim: Claim, earlier: Sequence[_Earlier], matters: _Matters, matter: str | None, named: set[str]
+    unit: MemoryUnit,
+    claim: Claim,
+    earlier: Sequence[_Earlier],
+    matters: _Matters,
+    matter: str | None,
+    named: set[str],
+    claims: _Claims,
 ) -> dict[str, str]:
     """The terms the customer's ``unit`` puts in place of terms of their own statements said just before it in
     the same session, on the same matter (``memory.conversation.terms``): old term → new term. Only the customer's
@@ -354,7 +375,7 @@ def _replacing(
         matters.note(e, unit.embedding_model)
         if matters.of(e.id) != matter:
             continue
-        for old_term, new_term in replaced_terms(claim_of(e.content).masked, claim.masked, unit.embedding_model):
+        for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model):
             out.setdefault(old_term, new_term)
     return out
 
@@ -379,6 +400,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
     matters = _Matters(tenant, new)
     ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
     matter_of: dict[Any, str | None] = {}
+    claims = _Claims()
     for unit in sorted(new, key=lambda u: u.created_at):
         claim = claim_of(unit.content, unit.created_at)
         # A question that states no value changes nothing ("What time does it leave?"), but a request put as a
@@ -386,7 +408,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
         asks_only = bool((unit.data or {}).get("question")) and not claim.values
         matter = matters.of(unit.pk)
         named = named_domains(unit.content)
-        replacing = _replacing(unit, claim, candidates.get(unit.pk, []), matters, matter, named)
+        replacing = _replacing(unit, claim, candidates.get(unit.pk, []), matters, matter, named, claims)
         for earlier in candidates.get(unit.pk, []):
             matters.note(earlier, unit.embedding_model)
             other = matters.of(earlier.id)
@@ -398,7 +420,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             nearby = earlier.nearby and not (named and other not in named)
             if asks_only and not nearby:
                 continue
-            old_claim = claim_of(earlier.content, earlier.created_at)
+            old_claim = claims.of(earlier)
             terms = []
             if replacing and nearby and matter == other:
                 old_terms = terms_of(old_claim.masked)
