@@ -38,10 +38,12 @@ from django.db import connection
 
 from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity
 from memory.conversation.terms import MAX_TERMS, terms_of
+from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
+from memory.text.language import has_cjk
 from memory.topics.domains import classify, named_domains
 
 logger = logging.getLogger(__name__)
@@ -369,15 +371,26 @@ def _replacing(
     if not new_terms:
         return {}
     out: dict[str, str] = {}
+    # What the agent said there was none of, just before this statement: (when, terms)
+    refusals = [
+        (e.created_at, refused_terms(claims.of(e).masked)) for e in earlier if e.role == "assistant" and e.nearby
+    ]
     for e in earlier:
         if e.role != "user" or not e.nearby or (named and matter not in named):
             continue
         matters.note(e, unit.embedding_model)
         if matters.of(e.id) != matter:
             continue
-        for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model):
+        none_of = frozenset().union(*(terms for at, terms in refusals if at > e.created_at))
+        for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model, none_of):
             out.setdefault(old_term, new_term)
     return out
+
+
+def _names_term(masked: str, term: str) -> bool:
+    """Whether a statement names ``term``: among its words, or — a Chinese phrase, which segmentation may join
+    to the words around it — in its text."""
+    return term in masked if has_cjk(term) else term in terms_of(masked)
 
 
 def _states_something(unit: MemoryUnit) -> bool:
@@ -423,8 +436,11 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             old_claim = claims.of(earlier)
             terms = []
             if replacing and nearby and matter == other:
-                old_terms = terms_of(old_claim.masked)
-                terms = [(u, w) for u, w in replacing.items() if u in old_terms and w not in old_terms]
+                terms = [
+                    (u, w)
+                    for u, w in replacing.items()
+                    if _names_term(old_claim.masked, u) and not _names_term(old_claim.masked, w)
+                ]
             if asks_only and not terms:
                 continue
             # The customer's own requests on one matter, in one session: a later one with another value of a

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from memory.embeddings import models as embeddings
+from memory.text.language import has_cjk, pos_cut
 
 #: Word vectors at least this alike make two terms of the same kind (fitted on MultiWOZ's fit half); more alike
 #: than ``SYNONYM`` they are one thing said two ways ("centre", "center").
@@ -38,11 +39,13 @@ MAX_TERMS = 10
 #: A revision brings at most this many terms the older statement did not say ("How about a cheap *Chinese*
 #: place?" after "a cheap Panasian place"): more is another request, not the same one revised.
 MAX_NEW = 3
+TAGGED = True
 #: Word vectors kept per process: a word is embedded once per model.
 CACHE_SIZE = 20_000
 
 _MASK = re.compile(r"⟨\w+⟩")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
+_POSSESSIVE = re.compile(r"'s$")
 #: Participles ("leaving", "booked") describe what is done, not a choice made.
 _VERB_FORM = re.compile(r"(?:ing|ed)$")
 
@@ -58,6 +61,96 @@ def _stop_words() -> frozenset[str]:
 
 
 @cache
+def _tagger() -> Any:
+    # TextBlob ships the Brill lexicon and context rules of Tom de Smedt's Pattern in its wheel: a tagger that needs
+    # no download (nltk's taggers do).
+    from textblob.en.taggers import PatternTagger
+
+    return PatternTagger()
+
+
+#: Contractions the tagger reads wrongly ("I'd like" tags *like* as a preposition): spelled out before tagging.
+_CONTRACTIONS = (
+    (re.compile(r"(?i)\b(i|you|we|they|he|she|it)'d\b"), r"\1 would"),
+    (re.compile(r"(?i)n't\b"), " not"),
+    (re.compile(r"(?i)'ll\b"), " will"),
+    (re.compile(r"(?i)'re\b"), " are"),
+    (re.compile(r"(?i)'ve\b"), " have"),
+    (re.compile(r"(?i)\bi'm\b"), "I am"),
+    (re.compile(r"(?i)\b(what|that|it|there|here|where|how|who)'s\b"), r"\1 is"),
+)
+#: Determiners of a thing already known: "the address", "their phone number", "its postcode".
+_DEFINITE = frozenset({"the", "their", "its", "his", "her", "your", "our", "my", "this", "that", "these", "those"})
+
+
+def _not_choices(masked: str) -> frozenset[str]:
+    """Words of a statement that cannot be a choice it makes, by their part of speech in it (the Pattern tagger):
+    a verb ("leave", "travel", "to *book*"), a modal or an interjection; and a word of a definite noun phrase that
+    is not a preposition's object ("What is *the address*?", "Can I get *their postcode*?", "Is *the museum*
+    free?"): it asks about a thing already found. A place named after a preposition ("in *the south*", "how
+    about *the north*") is a choice."""
+    text = _MASK.sub(" it ", masked)
+    for pattern, spelled in _CONTRACTIONS:
+        text = pattern.sub(spelled, text)
+    raw = _tagger().tag(text)
+    tagged = [(w.lower(), tag) for w, tag in raw]
+    verbs: set[str] = set()
+    choices: set[str] = set()
+    asked: set[str] = set()
+    i = 0
+    while i < len(tagged):
+        word, tag = tagged[i]
+        before = tagged[i - 1] if i > 0 else ("", "")
+        # "like" is the tagger's preposition in "I would like the address" too: only a true one names a place.
+        if word in _DEFINITE and tag in ("DT", "PRP$") and (before[1] not in ("IN", "TO") or before[0] == "like"):
+            j = i + 1
+            while j < len(tagged) and tagged[j][1].startswith(("JJ", "NN")):
+                asked.add(tagged[j][0])
+                j += 1
+                # "the address and phone number": a noun joined to the phrase is asked too
+                if j + 1 < len(tagged) and tagged[j][1] == "CC" and tagged[j + 1][1].startswith(("JJ", "NN")):
+                    j += 1
+                # "the restaurant's address": the possessive goes on to what it owns
+                while j < len(tagged) and (tagged[j][1] == "POS" or tagged[j][0] == "s" and tagged[j - 1][1] == "POS"):
+                    j += 1
+            if j > i + 1:
+                i = j
+                continue
+        if tag.startswith(("VB", "MD", "UH")) or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN")):
+            verbs.add(word)
+        else:
+            choices.add(word)
+        i += 1
+    return frozenset((verbs | asked) - choices)
+
+
+_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+
+
+def states_choice(text: str) -> bool:
+    """Whether an English question states a choice of the customer's: a sentence of it that is not a wh-question
+    ("what about" and "how about" propose, they do not ask) holds a content word that is not a verb and not a
+    definite noun phrase asked about. "How about Spanish food?", "Do you have any Indian restaurants?", "Is
+    there one that serves modern European food?" make a request put as a question; "Can I have the phone
+    number?", "What time does it leave?", "What is the postcode for Kettle's Yard?" ask for something. A text
+    with no English words states none here."""
+    masked = _MASK.sub(" ", text)
+    if not terms_of(masked):
+        return False
+    for sentence in _SENTENCE.findall(masked):
+        words = terms_of(sentence)
+        if not words:
+            continue
+        tagged = [(w.lower(), tag) for w, tag in _tagger().tag(sentence)]
+        lead = [(w, t) for w, t in tagged if not t.startswith(("UH", "CC", "RB", ",", ".", ":"))]
+        if lead and lead[0][1].startswith("W") and not (len(lead) > 1 and lead[1][0] == "about"):
+            continue  # what, when, where, which, who, how …: it asks
+        if words - _not_choices(sentence):
+            return True
+    return False
+
+
+@cache
 def _stemmer() -> Any:
     from nltk.stem.snowball import SnowballStemmer
 
@@ -70,12 +163,92 @@ def _stem(word: str) -> str:
 
 def terms_of(masked: str) -> frozenset[str]:
     """The content words of a masked statement (``claims.Claim.masked``), lower-cased: no value, no function
-    word, no common verb; plural ``-s`` kept (word vectors read "restaurants" as they read "restaurant")."""
+    word, no common verb; plural ``-s`` kept (word vectors read "restaurants" as they read "restaurant"); and
+    its Chinese nominal phrases (``zh_terms``)."""
     stop = _stop_words()
-    words = (w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" ", masked)))
-    return frozenset(
+    words = (_POSSESSIVE.sub("", w.lower()) for w in _LATIN_WORD.findall(_MASK.sub(" ", masked)))
+    latin = frozenset(
         w for w in words if len(w) >= 3 and w not in stop and _stem(w) not in stop and not _VERB_FORM.search(w)
     )
+    return latin | frozenset(zh_terms(masked)) if has_cjk(masked) else latin
+
+
+#: rjieba's flags of a Chinese choice: nouns (``n``, ``nr``, ``ns``, ``nz`` …), distinguishing words (「高档」,
+#: ``b``) and their suffix (「型」, ``k``), verbal nouns (「服务」, ``vn``).
+_ZH_NOMINAL = ("n", "b", "k", "vn")
+#: Flags that are neither a choice nor its frame: particles, numbers and measures, pronouns, prepositions,
+#: conjunctions, modal particles, punctuation and Latin (a value's mask).
+_ZH_SKIP = ("u", "m", "q", "r", "p", "c", "y", "e", "o", "x", "w", "eng", "d")
+
+
+#: Words too common to frame a choice: the copula and "have" (「额度是…」, 「账单是…」 are not one slot).
+_ZH_WEAK = frozenset({"是", "有", "在", "要", "请"})
+
+
+def _zh_tokens(masked: str) -> list[tuple[str, str]]:
+    return [(w, f) for w, f in pos_cut(_MASK.sub("，", masked)) if w.strip()]
+
+
+def zh_terms(masked: str, shared: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
+    """The Chinese choices of a masked statement with their frames: each run of nominal words (「黄桥烧饼」) → the
+    words around it, "<" the content word just before it ("<吃" in 「想吃黄桥烧饼」), ">" the one just after. A word
+    of ``shared`` (said in both statements compared) is a frame, never part of a choice: 「高档型酒店」 and
+    「舒适型酒店」 are 「高档型」 and 「舒适型」 before 「酒店」."""
+    tokens = _zh_tokens(masked)
+
+    def nominal(k: int) -> bool:
+        word, flag = tokens[k]
+        return flag.startswith(_ZH_NOMINAL) and has_cjk(word) and word not in shared
+
+    def frame(k: int, step: int) -> str | None:
+        while 0 <= k < len(tokens):
+            word, flag = tokens[k]
+            if flag.startswith(_ZH_SKIP) or not has_cjk(word) or word in _ZH_WEAK:
+                if flag == "x" and word not in "（）()":
+                    return None  # a clause ends: no frame across it
+                k += step
+                continue
+            return word
+        return None
+
+    out: dict[str, set[str]] = {}
+    i = 0
+    while i < len(tokens):
+        if not nominal(i):
+            i += 1
+            continue
+        j = i
+        while j < len(tokens) and nominal(j):
+            j += 1
+        term = "".join(w for w, _ in tokens[i:j])
+        if len(term) >= 2:
+            around = out.setdefault(term, set())
+            before, after = frame(i - 1, -1), frame(j, 1)
+            if before:
+                around.add("<" + before)
+            if after:
+                around.add(">" + after)
+        i = j
+    return {t: frozenset(a) for t, a in out.items()}
+
+
+def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
+    """Chinese choices of the older statement that one of the newer takes the place of: a phrase that went and
+    one that came in the same frame, each the other's only best by frames shared (「想吃黄桥烧饼」, later
+    「想吃雪碧」: "<吃"; 「高档型酒店」, later 「舒适型酒店」: ">酒店"). Word vectors are not used: the Chinese
+    model's place 「额度」 nearest 「账单」."""
+    shared = frozenset(w for w, _ in _zh_tokens(old_masked)) & frozenset(w for w, _ in _zh_tokens(new_masked))
+    old, new = zh_terms(old_masked, shared), zh_terms(new_masked, shared)
+    gone = {t: f for t, f in old.items() if t not in new}
+    came = {t: f for t, f in new.items() if t not in old}
+    # each pair by the frames it shares; a pair counts when it is the best of both its phrases, alone
+    shares = {(u, w): len(fu & fw) for u, fu in gone.items() for w, fw in came.items() if fu & fw}
+    out = []
+    for (u, w), n in sorted(shares.items()):
+        rivals = [m for (a, b), m in shares.items() if (a == u) != (b == w)]
+        if all(m < n for m in rivals):
+            out.append((u, w))
+    return out
 
 
 def word_vectors(words: Iterable[str], model: str) -> dict[str, np.ndarray]:
@@ -118,14 +291,35 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     return {w: frozenset(a) for w, a in out.items()}
 
 
-def replaced(old_masked: str, new_masked: str, model: str) -> list[tuple[str, str]]:
+#: Words that say there is none: the agent's "Sorry, there are no Afghan restaurants in the centre".
+_NONE = re.compile(r"(?i)\b(?:no|not|none|nothing|cannot|unable|unfortunately|sorry)\b|n't\b")
+
+
+def refused(masked: str) -> frozenset[str]:
+    """The terms a reply says there is none of ("Sorry, there are no Afghan restaurants in the centre" →
+    afghan, restaurants, centre): empty when it has no word of negation."""
+    return terms_of(masked) if _NONE.search(masked) else frozenset()
+
+
+def replaced(
+    old_masked: str, new_masked: str, model: str, none_of: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
     """The terms of the older statement that a term of the newer takes the place of, as ``(old term, new
     term)``: terms only one of them holds, each the other's best match and alike enough — by word vectors
     (``SAME_KIND``), or, in the same frame (a word around them in common: "Indian *food*" after "Polynesian
     *food*"), by less (``FRAMED_KIND``): single-word vectors place "korean" no nearer "afghan" than
-    "restaurant", the frame says they fill one slot. Nothing when either says more than ``MAX_TERMS`` terms or
-    the newer brings more than ``MAX_NEW`` (not a revision of one choice)."""
-    old, new = terms_of(old_masked), terms_of(new_masked)
+    "restaurant", the frame says they fill one slot. A term the agent said there was none of in between
+    (``none_of``, read by ``refused``: "no Afghan restaurants") stands in a frame too: the customer's next
+    choice is its replacement. Nothing when either says more than ``MAX_TERMS`` terms or the newer brings more
+    than ``MAX_NEW`` (not a revision of one choice)."""
+    chinese = zh_replaced(old_masked, new_masked) if has_cjk(old_masked) and has_cjk(new_masked) else []
+    return chinese + _latin_replaced(old_masked, new_masked, model, none_of)
+
+
+def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: frozenset[str]) -> list[tuple[str, str]]:
+    old, new = (frozenset(w for w in terms_of(m) if not has_cjk(w)) for m in (old_masked, new_masked))
+    if TAGGED:
+        old, new = old - _not_choices(old_masked), new - _not_choices(new_masked)
     stems = {w: _stem(w) for w in old | new}
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.
@@ -141,6 +335,7 @@ def replaced(old_masked: str, new_masked: str, model: str) -> list[tuple[str, st
     )
     # One word gone and one come: the revision changed one slot, and the frame is the whole statement.
     framed |= len(gone) == 1 and len(came) == 1
+    framed |= np.array([[u in none_of] * len(came) for u in gone], dtype=bool)
     fits = (alike < SYNONYM) & ((alike >= SAME_KIND) | (framed & (alike >= FRAMED_KIND)))
     score = np.where(fits, alike + framed, -1.0)  # a framed pair before an unframed one
     out = []
@@ -150,4 +345,7 @@ def replaced(old_masked: str, new_masked: str, model: str) -> list[tuple[str, st
     return out
 
 
-__all__ = ["FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND", "replaced", "terms_of", "word_vectors"]
+__all__ = [
+    "FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND",
+    "refused", "replaced", "states_choice", "terms_of", "word_vectors",
+]  # fmt: skip

@@ -45,6 +45,7 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory.conversation.claims import claim_of
 from memory.conversation.supersede import about_data, supersede_older, validity_seconds
+from memory.conversation.terms import states_choice
 from memory.embeddings import models as embeddings
 from memory.extraction.rules import extract_facts
 from memory.models import MAX_CONTENT, MemoryType
@@ -297,6 +298,10 @@ class _Unit:
     update: bool = False
 
 
+def _states_request(content: str, now: datetime) -> bool:
+    return bool(claim_of(content, now).values) or states_choice(content)
+
+
 def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     """The units of one message with the stateful facts each states (a fact belongs to the unit whose text
     shows it) and whether it is a question."""
@@ -308,7 +313,10 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
     for content in units:
         squashed = squash(content)
         facts = {key: value for key, value, marks in stated if any(m in squashed for m in marks)}
-        out.append(_Unit(content, facts, question=is_question(content) and not facts, update=is_update(content)))
+        # The customer's request put as a question states what they want ("How about Spanish food?", 「有价格
+        # 700-800元的经济型酒店吗？」): a value or a choice of theirs is not a question only its answer answers.
+        question = is_question(content) and not facts and not (role == "user" and _states_request(content, now))
+        out.append(_Unit(content, facts, question=question, update=is_update(content)))
     return out
 
 

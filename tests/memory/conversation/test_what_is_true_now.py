@@ -382,6 +382,48 @@ def test_a_new_word_in_another_matter_or_far_away_changes_nothing(globex, fake_o
     assert any("guesthouse in the north" in c for c in _current(results)), results
 
 
+def test_asking_for_a_detail_does_not_replace_the_choice(globex, fake_ollama):
+    # "What is the address?" asks about the museum found; it does not swap the museum for an address
+    _session(
+        globex, fake_ollama, "detail-en",
+        [("Is there a museum?", "Yes, the Fitzwilliam Museum is in the centre."),
+         ("What is the address?", "It is on Trumpington Street.")],
+    )  # fmt: skip
+    results = _recall(globex, "detail-en", "What type of attraction did I want to visit?")
+    assert any("museum?" in c for c in _current(results)), results
+
+
+def test_a_request_put_as_a_question_is_what_the_customer_wanted(globex, fake_ollama):
+    # "How about British food instead?" asks nothing the agent answers with a fact: it is the customer's choice
+    _session(
+        globex, fake_ollama, "asked-en",
+        [("Hi, can you help me find an expensive Russian restaurant?",
+          "I am sorry, I do not see any expensive Russian restaurants."),
+         ("How about British food instead?", "I have 3 British restaurants that fit. I recommend Fitzbillies."),
+         ("Could you give me the restaurant's address for now?", "The address is 51 Trumpington Street.")],
+    )  # fmt: skip
+    results = _recall(globex, "asked-en", "What kind of food did I want at the restaurant?")
+    contents, current = _contents(results), _current(results)
+    assert "How about British food instead?" in current, contents
+    # the customer's choice ranks above everything said about the one it replaced, which is not current
+    russian = [i for i, c in enumerate(contents) if "Russian" in c]
+    assert all(contents.index("How about British food instead?") < i for i in russian), contents
+    assert not any("Russian" in c for c in current), results
+
+
+def test_a_chinese_request_put_as_a_question_is_what_the_customer_wanted(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "asked-zh",
+        [("你好，可以帮我推荐一个评分4分以上的酒店吗？", "为您推荐北京工体A. Hotel酒店，评分4.3分。"),
+         ("这个酒店周边有什么景点？", "周边有工人体育场。"),
+         ("可以帮我推荐一个最低价格700-800元的经济型酒店吗？", "为您推荐飘HOME连锁酒店，价格775元。")],
+    )  # fmt: skip
+    results = _recall(acme, "asked-zh", "我后来要找的酒店价格是多少？")
+    # the agent's reply that states the price ranks with the request (it answers it); the request itself is next
+    top = _contents(results)[:2]
+    assert any("700-800元" in c and c.endswith("吗？") for c in top), _contents(results)
+
+
 # --- a second request on the same matter, with another value of a labelled attribute ---------------------------
 
 
