@@ -53,7 +53,7 @@ from memory.store import audit
 from memory.store import write as store
 from memory.store.consent import memory_enabled_for_session
 from memory.text.compression import clean, compress, is_filler
-from memory.text.language import detect_language
+from memory.text.language import detect_language, has_cjk
 from memory.text.redaction import redact
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -298,8 +298,18 @@ class _Unit:
     update: bool = False
 
 
+#: A criterion: a range or a bound of a number (「50-100元」, 「9点到12点」, 「4.5分以上」, 「500元以内」).
+_CRITERION = re.compile(r"\d\s*(?:[-~～]|到|至)\s*\d|\d[^\d，。,！？!?]{0,3}?(?:以上|以下|以内|之间)")
+
+
 def _states_request(content: str, now: datetime) -> bool:
-    return bool(claim_of(content, now).values) or states_choice(content)
+    """Whether a customer's question makes a request: in English it states a choice
+    (``memory.conversation.terms.states_choice``), in Chinese it gives a criterion — a value's range or bound
+    (「有没有4.5分以上的餐馆？」, 「最低价格700-800元的经济型酒店吗？」); a question that merely names a number
+    (「又要等5天啊 那这几天我衣服怎么洗」) still asks."""
+    if has_cjk(content):
+        return bool(_CRITERION.search(content)) and bool(claim_of(content, now).values)
+    return states_choice(content)
 
 
 def message_units(text: str, role: str, now: datetime) -> list[_Unit]:

@@ -424,6 +424,24 @@ def test_a_chinese_request_put_as_a_question_is_what_the_customer_wanted(acme, f
     assert any("700-800元" in c and c.endswith("吗？") for c in top), _contents(results)
 
 
+def test_a_dish_the_customer_replaces_is_no_longer_what_they_want(acme, fake_ollama):
+    # 「想吃黄桥烧饼」, later 「想吃雪碧」: one frame (想吃), another dish; no word vectors involved
+    _session(
+        acme, fake_ollama, "dish-zh",
+        [("你好，我想吃黄桥烧饼，有没有4.5分以上的餐馆？", "为您推荐砂锅居，评分4.6分。"),
+         ("好的，我想吃雪碧，砂锅居周围哪家餐馆提供这道菜？", "推荐您去北京全聚德。")],
+    )  # fmt: skip
+    between = _said_at(acme, "黄桥烧饼")
+    results = _recall(acme, "dish-zh", "我后来想吃的是哪道菜？")
+    current = _current(results)
+    assert any("雪碧" in c for c in current), _contents(results)
+    assert not any("黄桥烧饼" in c for c in current), results
+    earlier = _recall(acme, "dish-zh", "我想吃的是哪道菜？", between)
+    assert any("黄桥烧饼" in c for c in _current(earlier)), earlier
+    prompt = _next_prompt(acme, fake_ollama, "dish-zh", "我后来想吃的是哪道菜？")
+    assert "since changed 黄桥烧饼 → 雪碧" in prompt, prompt
+
+
 # --- a second request on the same matter, with another value of a labelled attribute ---------------------------
 
 
