@@ -371,20 +371,24 @@ def _replacing(
     if not new_terms:
         return {}
     out: dict[str, str] = {}
-    # What the agent said there was none of, just before this statement: (when, terms)
-    refusals = [
-        (e.created_at, refused_terms(claims.of(e).masked)) for e in earlier if e.role == "assistant" and e.nearby
-    ]
+    # What the agent said there was none of, just before this statement: (when, terms). A message's place in its
+    # session orders the two parties' words (a reply's units may be stored at the moment of the request's).
+    refusals = [(_said(e), refused_terms(claims.of(e).masked)) for e in earlier if e.role == "assistant" and e.nearby]
     for e in earlier:
         if e.role != "user" or not e.nearby or (named and matter not in named):
             continue
         matters.note(e, unit.embedding_model)
         if matters.of(e.id) != matter:
             continue
-        none_of = frozenset().union(*(terms for at, terms in refusals if at > e.created_at))
+        none_of = frozenset().union(*(terms for at, terms in refusals if at > _said(e)))
         for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model, none_of):
             out.setdefault(old_term, new_term)
     return out
+
+
+def _said(unit: _Earlier) -> tuple[int, datetime]:
+    """When a unit was said in its session: its message's place, then its time."""
+    return (unit.seq if unit.seq is not None else -1, unit.created_at)
 
 
 def _names_term(masked: str, term: str) -> bool:

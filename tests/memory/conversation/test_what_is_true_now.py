@@ -371,6 +371,21 @@ def test_a_cuisine_the_customer_replaces_is_no_longer_what_they_want(globex, fak
     assert "since changed panasian → chinese" in prompt, prompt
 
 
+def test_what_the_agent_had_none_of_is_replaced_by_the_next_choice(globex, fake_ollama):
+    # "afghan" and "korean" are no alike word by word; the agent's "no afghan restaurants" makes them one slot
+    _session(
+        globex, fake_ollama, "none-en",
+        [("Hi! Do you know of any afghan restaurants in the centre?",
+          "Sorry, there are no afghan restaurants in the centre."),
+         ("Well, if you don't have that, do you have one that serves korean?",
+          "Little Seoul serves Korean at 108 Regent Street City Centre.")],
+    )  # fmt: skip
+    results = _recall(globex, "none-en", "What kind of food did I want at the restaurant?")
+    contents, current = _contents(results), _current(results)
+    assert any("serves korean" in c for c in current), contents
+    assert not any("afghan" in c for c in current), results
+
+
 def test_a_new_word_in_another_matter_or_far_away_changes_nothing(globex, fake_ollama):
     # a hotel's area, then a restaurant in another area: two matters, both still true
     _session(
