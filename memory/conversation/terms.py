@@ -39,7 +39,6 @@ MAX_TERMS = 10
 #: A revision brings at most this many terms the older statement did not say ("How about a cheap *Chinese*
 #: place?" after "a cheap Panasian place"): more is another request, not the same one revised.
 MAX_NEW = 3
-TAGGED = True
 #: Word vectors kept per process: a word is embedded once per model.
 CACHE_SIZE = 20_000
 
@@ -135,10 +134,10 @@ def states_choice(text: str) -> bool:
     number?", "What time does it leave?", "What is the postcode for Kettle's Yard?" ask for something. A text
     with no English words states none here."""
     masked = _MASK.sub(" ", text)
-    if not terms_of(masked):
+    if not _latin_terms(masked):
         return False
     for sentence in _SENTENCE.findall(masked):
-        words = terms_of(sentence)
+        words = _latin_terms(sentence)
         if not words:
             continue
         tagged = [(w.lower(), tag) for w, tag in _tagger().tag(sentence)]
@@ -165,12 +164,16 @@ def terms_of(masked: str) -> frozenset[str]:
     """The content words of a masked statement (``claims.Claim.masked``), lower-cased: no value, no function
     word, no common verb; plural ``-s`` kept (word vectors read "restaurants" as they read "restaurant"); and
     its Chinese nominal phrases (``zh_terms``)."""
+    latin = _latin_terms(masked)
+    return latin | frozenset(zh_terms(masked)) if has_cjk(masked) else latin
+
+
+def _latin_terms(masked: str) -> frozenset[str]:
     stop = _stop_words()
     words = (_POSSESSIVE.sub("", w.lower()) for w in _LATIN_WORD.findall(_MASK.sub(" ", masked)))
-    latin = frozenset(
+    return frozenset(
         w for w in words if len(w) >= 3 and w not in stop and _stem(w) not in stop and not _VERB_FORM.search(w)
     )
-    return latin | frozenset(zh_terms(masked)) if has_cjk(masked) else latin
 
 
 #: rjieba's flags of a Chinese choice: nouns (``n``, ``nr``, ``ns``, ``nz`` …), distinguishing words (「高档」,
@@ -189,12 +192,15 @@ def _zh_tokens(masked: str) -> list[tuple[str, str]]:
     return [(w, f) for w, f in pos_cut(_MASK.sub("，", masked)) if w.strip()]
 
 
-def zh_terms(masked: str, shared: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
+def zh_terms(
+    masked: str, shared: frozenset[str] = frozenset(), tokens: list[tuple[str, str]] | None = None
+) -> dict[str, frozenset[str]]:
     """The Chinese choices of a masked statement with their frames: each run of nominal words (「黄桥烧饼」) → the
     words around it, "<" the content word just before it ("<吃" in 「想吃黄桥烧饼」), ">" the one just after. A word
     of ``shared`` (said in both statements compared) is a frame, never part of a choice: 「高档型酒店」 and
-    「舒适型酒店」 are 「高档型」 and 「舒适型」 before 「酒店」."""
-    tokens = _zh_tokens(masked)
+    「舒适型酒店」 are 「高档型」 and 「舒适型」 before 「酒店」. ``tokens``: the statement's words and flags, when the
+    caller has them."""
+    tokens = _zh_tokens(masked) if tokens is None else tokens
 
     def nominal(k: int) -> bool:
         word, flag = tokens[k]
@@ -237,8 +243,9 @@ def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
     one that came in the same frame, each the other's only best by frames shared (「想吃黄桥烧饼」, later
     「想吃雪碧」: "<吃"; 「高档型酒店」, later 「舒适型酒店」: ">酒店"). Word vectors are not used: the Chinese
     model's place 「额度」 nearest 「账单」."""
-    shared = frozenset(w for w, _ in _zh_tokens(old_masked)) & frozenset(w for w, _ in _zh_tokens(new_masked))
-    old, new = zh_terms(old_masked, shared), zh_terms(new_masked, shared)
+    old_tokens, new_tokens = _zh_tokens(old_masked), _zh_tokens(new_masked)
+    shared = frozenset(w for w, _ in old_tokens) & frozenset(w for w, _ in new_tokens)
+    old, new = zh_terms(old_masked, shared, old_tokens), zh_terms(new_masked, shared, new_tokens)
     gone = {t: f for t, f in old.items() if t not in new}
     came = {t: f for t, f in new.items() if t not in old}
     # each pair by the frames it shares; a pair counts when it is the best of both its phrases, alone
@@ -317,9 +324,10 @@ def replaced(
 
 
 def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: frozenset[str]) -> list[tuple[str, str]]:
-    old, new = (frozenset(w for w in terms_of(m) if not has_cjk(w)) for m in (old_masked, new_masked))
-    if TAGGED:
-        old, new = old - _not_choices(old_masked), new - _not_choices(new_masked)
+    old, new = _latin_terms(old_masked), _latin_terms(new_masked)
+    if not old or not new:
+        return []
+    old, new = old - _not_choices(old_masked), new - _not_choices(new_masked)
     stems = {w: _stem(w) for w in old | new}
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.

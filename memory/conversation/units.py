@@ -324,7 +324,7 @@ def message_units(text: str, role: str, now: datetime) -> list[_Unit]:
         squashed = squash(content)
         facts = {key: value for key, value, marks in stated if any(m in squashed for m in marks)}
         # The customer's request put as a question states what they want ("How about Spanish food?", 「有价格
-        # 700-800元的经济型酒店吗？」): a value or a choice of theirs is not a question only its answer answers.
+        # 700-800元的经济型酒店吗？」): a choice or a criterion of theirs is not a question only its answer answers.
         question = is_question(content) and not facts and not (role == "user" and _states_request(content, now))
         out.append(_Unit(content, facts, question=question, update=is_update(content)))
     return out
