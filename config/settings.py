@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+import phonenumbers
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -38,6 +39,16 @@ MEMORY_WRITER = envstr("MEMDESK_MEMORY_WRITER", "worker")
 if MEMORY_WRITER not in MEMORY_WRITERS:
     raise ImproperlyConfigured(
         f"MEMDESK_MEMORY_WRITER must be one of {', '.join(MEMORY_WRITERS)}, got {MEMORY_WRITER!r}"
+    )
+# Regions whose national way of writing a phone number the memory reads ("07700 900417" in GB, "(415) 555-0143" in
+# the US), the first preferred where a number is valid in several (memory/text/phones.py). Chinese mobiles and
+# numbers with a country code are read whatever this says.
+PHONE_REGIONS = tuple(region.upper() for region in envlist("MEMDESK_PHONE_REGIONS", ["US", "GB", "AU"]))
+_unknown_regions = sorted(set(PHONE_REGIONS) - phonenumbers.SUPPORTED_REGIONS)
+if _unknown_regions:
+    raise ImproperlyConfigured(
+        f"MEMDESK_PHONE_REGIONS has regions phonenumbers does not know: {', '.join(_unknown_regions)} "
+        "(two-letter ISO 3166 codes, e.g. US,GB,AU)"
     )
 # How much manage.py run_worker lowers its CPU priority: the worker's jobs can wait a moment, replies cannot.
 WORKER_NICE = envint("MEMDESK_WORKER_NICE", 10, minimum=0, maximum=19)

@@ -83,13 +83,16 @@ Extractor = Callable[..., list[Any]]
 
 
 def normalise(key: str, value: str) -> str:
-    """The form in which a value is compared: the day of a dated fact, a phone's digits (with its +), and
+    """The form in which a value is compared: the day of a dated fact, a phone's digits (with its +; ten digits
+    of a North-American number count as its E.164, as the product stores it), and
     otherwise the value without spaces or commas, case-folded."""
     value = value.strip()
     if key in _DATED and re.match(r"\d{4}-\d{2}-\d{2}T", value):
         value = value[:10]
     if key in _PHONES:
         value = ("+" if value.startswith("+") else "") + re.sub(r"\D", "", value)
+        if re.fullmatch(r"[2-9]\d{9}", value):  # a North-American number in its ten digits: our older labels
+            value = "+1" + value
     return re.sub(r"[\s,，]", "", value).casefold()
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
+from django.conf import settings
 
 from memory.text import find_phones
 from tenants.models import Membership, Tenant
@@ -111,7 +112,7 @@ def contact_in(text: str) -> dict[str, str]:
     """The phone number and e-mail address a left message gives, if any (the tenant's own webhook gets them whole:
     it is how the team calls back)."""
     contact: dict[str, str] = {}
-    phones = find_phones(text)
+    phones = find_phones(text, settings.PHONE_REGIONS)
     if phones:
         contact["phone"] = phones[0].value
     email = _EMAIL.search(text)

@@ -54,6 +54,7 @@ from memory.store import write as store
 from memory.store.consent import memory_enabled_for_session
 from memory.text.compression import clean, compress, is_filler
 from memory.text.language import detect_language, has_cjk
+from memory.text.phones import written_forms
 from memory.text.redaction import redact
 from tenants.models import Tenant
 from tenants.rls import tenant_scope
@@ -258,6 +259,8 @@ def _stated_facts(text: str, role: str, now: datetime) -> list[tuple[str, str, l
         if fact.key not in STATEFUL_KEYS:
             continue
         marks = [fact.value, *(str(fact.data.get(f, "")) for f in ("text", "task_id", "display"))]
+        if fact.key == "phone":
+            marks += written_forms(fact.value)  # "415-555-0132" says +14155550132
         stated.append((fact.key, fact.value, [m for m in (squash(m) for m in marks) if len(m) >= 2]))
     return stated
 

@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.text.language import Language, detect_language
+from memory.text.phones import written_forms
+
+#: Keys whose value is a phone number, written in texts in more ways than it is stored (E.164).
+_PHONE_KEYS = frozenset({"phone", "contact_phone"})
 
 __all__ = ["KINDS", "ForgetRequest", "Kind", "matching_memories", "parse_forget_request", "units_stating"]
 
@@ -297,7 +301,8 @@ def units_stating(memory: MemoryUnit, memories: Sequence[MemoryUnit]) -> list[Me
             continue
         facts = (unit.data or {}).get("facts") or {}
         stated = isinstance(facts, dict) and squash(str(facts.get(memory.key, ""))) == value
-        if stated or (_distinctive(value) and value in squash(unit.content)):
+        forms = written_forms(value) if memory.key in _PHONE_KEYS else [value]
+        if stated or any(_distinctive(form) and form in squash(unit.content) for form in forms):
             found.append(unit)
     return found
 
@@ -312,6 +317,7 @@ def matching_memories(request: ForgetRequest, memories: Sequence[MemoryUnit]) ->
         keys = request.keys
         keyed = [m for m in memories if m.key in keys]
         values = {value for value in (_value_of(m) for m in keyed) if value}
+        values |= {form for m in keyed if m.key in _PHONE_KEYS for form in written_forms(_value_of(m))}
         units = [m for m in memories if is_conversation_key(m.key) and _states(m, keys, values)]
         chosen = keyed + [m for m in units if m not in keyed]
     return sorted(chosen, key=lambda m: (m.created_at, str(m.pk)))

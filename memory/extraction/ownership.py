@@ -32,7 +32,15 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Owner", "Ownership", "disowned_mentions", "is_quoted_or_example", "owner_of", "whose"]
+__all__ = [
+    "Owner",
+    "Ownership",
+    "designates_contact",
+    "disowned_mentions",
+    "is_quoted_or_example",
+    "owner_of",
+    "whose",
+]
 
 #: ``user``: the end user's own; ``contact``: a person the user names (a relative, a friend, a colleague);
 #: ``work``: the user's workplace; ``other``: a venue, a company, a courier, a hotline, an example, or a value the
@@ -47,12 +55,17 @@ _RELATIVES_ZH = (
     "奶奶|外公|外婆|姥姥|姥爷|儿子|女儿|孩子|小孩|哥哥|姐姐|弟弟|妹妹|朋友|同事|同学|老板|领导|上司|室友|舍友|邻居|家人|"
     "亲戚|婆婆|公公|岳母|岳父|丈母娘|闺蜜|舅舅|叔叔|表哥|表姐|表弟|表妹|堂哥|堂姐|助理|秘书|房东|父母|爸妈"
 )
+#: The nouns of a person's contact details, after a possessive.
+_DETAIL = r"(?:号码?|电话|手机|地址|邮箱|(?i:(?:mobile|cell|phone|number|address|e-?mail|details|line)(?![A-Za-z])))"
 _CONTACT_WHO = (
     rf"我?(?:{_RELATIVES_ZH})|我的?[妈爸哥姐弟妹](?!妹)|(?<!其)[他她](?!们)的?|"
     r"(?i:(?<![A-Za-z])(?:wife|husband|partner|spouse|fianc[ée]e?|mom|mum|mother|dad|father|parents?|son|daughter|"
     r"kids?|child(?:ren)?|brother|sister|sibling|friend|colleague|co-?worker|boss|neighbou?r|roommate|flatmate|"
     r"assistant|secretary|girlfriend|boyfriend|grand(?:ma|pa|mother|father|parents?)|aunt|uncle|cousin|nephew|niece|"
-    r"landlord|landlady|in-laws?|his|her|him)(?:'s|’s)?(?![A-Za-z]))"
+    r"landlord|landlady|in-laws?|his|her|him)(?:'s|’s)?(?![A-Za-z]))|"
+    # any other person's: a possessive right before the detail ("the teacher's number", 「我前夫的号」)
+    rf"(?i:(?<![A-Za-z])(?!(?:my|your|our|it|that|what|there|here|who|he|she|let)(?:'s|’s))[a-z]+(?:'s|’s)(?=\s+{_DETAIL}))|"
+    rf"我(?!自己|本人|家|们|这|那|留|填|登|预|绑|注|的)[\u4e00-\u9fff]{{1,3}}的(?={_DETAIL}|\s*$)"
 )
 # 「我朋友住在…」: the contact lives there. The verb is part of the marker so that it ends after the user's own
 # 「住在」 and wins over it; ``who`` is the contact's name kept in the marker.
@@ -89,7 +102,8 @@ _WORK_BY_ROLE = {
 }
 # A self marker that is negated says the value is NOT the user's: 「这不是我的电话 138…」, "that's not my number".
 _NEGATED_SELF = re.compile(
-    r"不是我(?:本人)?的?|并非我的?|不属于我|(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine))"
+    r"不是我(?:本人)?的?|并非我的?|不属于我|"
+    r"(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine|not me)(?![A-Za-z]))"
 )
 #: Right before a number: who calls or writes *from* it — the caller's, not the customer's (「有个 131… 打电话」,
 #: "a call from 07700 …", "our technician will call you from 020 …").
@@ -106,6 +120,13 @@ _FORWARDED = re.compile(
     r"(?i:(?<![A-Za-z])(?:forwarded (?:message|e-?mail|mail)|(?<!my )(?<!my e-mail )(?<!my email )signature|"
     r"-{2,}\s*original message)(?![A-Za-z]))"
 )
+#: Right after a number: it calls or writes *to* the customer (「用 135… 打过来」, 「186… 打来」,
+#: 「用虚拟号 170… 联系您」, "… called me") — the caller's. Towards the company
+#: (「我用 138… 给你们打过电话」) it stays the customer's.
+_CALLS_IN = re.compile(
+    r"\s*(?:(?:给|向|跟)(?:我|您)(?:打|发|拨)|打来|打过来|打给(?:我|您)|联系(?:我|您)|来电|发来|"
+    r"(?i:(?:called|rang|texted|phoned|messaged|contacted)\s+me(?![A-Za-z])))"
+)
 _OTHER_BY_ROLE = {
     # The agent's own company: 「我们的客服热线」, "our support line", 「我司」.
     "assistant": r"我们的|我们(?=公司|门店|店|客服|热线|官方|售后|仓库|总部|这边的)|我司|本公司|本平台|"
@@ -115,16 +136,16 @@ _OTHER_BY_ROLE = {
     "user": r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))",
 }
 _SELF_BY_ROLE = {
-    "user": r"我(?:的|本人|自己的?)|本人|我叫|我是|叫我|住在|家在|家里|"
+    "user": r"我(?:的|本人|自己的?)|我(?:留|填|登记|预留|绑定|注册)的|本人|我叫|我是|叫我|住在|家在|家里|"
     r"我(?=手机|电话|号码|邮箱|地址|住址|家|名字|姓名|生日|微信|联系方式)|"
     r"[打联系找呼]我|给我(?:打|回)|寄到我(?=这|家|那)|"
     r"(?i:(?<![A-Za-z])(?:my|mine|me|i'm|i’m|i am|i live|i'm living|i am living|i'm staying|i am staying|home)"
     r"(?![A-Za-z]))",
     "assistant": r"您(?:在\S{1,6}?)?(?:登记|预留|留|填写|绑定|注册)的|"
     r"您(?:这边|本人)?(?:的|留的|预留的|登记的|绑定的|注册的|提供的|填写的|填的|下单时?(?:填写|留|预留)的|"
-    r"账[户号]上?(?:绑定)?的)|您(?:保持|确认|核对|核实)?(?:一下)?(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
+    r"账[户号]上?(?:绑定)?的)|您(?:本人|自己)?(?:保持|确认|核对|核实)?(?:一下)?(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
-    r"[为帮给]您(?:把|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
+    r"[为帮给]您(?:把|在|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
     # the account's own default (「默认收货地址已更新为…」): the customer's, whoever set it
     r"默认(?=收货|收件|配送|地址|联系|手机|电话|邮箱)|"
     r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
@@ -137,7 +158,7 @@ _EXAMPLE = re.compile(
 # After the value, a copula or a demonstrative hands the value to the possessor that follows:
 # 「13800001111 是我妈的」, 「这个号码联系您」, "… is my wife's", "… isn't mine".
 _TAIL_LINK = re.compile(
-    r"\s*(?:这个|那个|这|那|该)?\s*(?:号码|手机号?|电话|地址|邮箱)?\s*(?:不是|并非|是|为|属于|"
+    r"\s*(?:这个|那个|这|那|该)?\s*(?:号码|手机号?|电话|地址|邮箱)?\s*(?:根本|并|也|都|早就|真的?)?(?:不是|并非|是|为|属于|"
     r"(?i:is\s*n[o']t|isn't|is|was|belongs to)(?![A-Za-z])|=|—)|"
     r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您|"
     # "We have (415) 555-0143 on file for you", "I've saved … as your contact number"
@@ -300,6 +321,13 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         found = _contact_before_denial(text, start, role) or found
     if found is not None and found.owner == "contact":
         found = _pronoun_for_a_courier(text, start, found)
+    pasted = _pasted_block(text, start)
+    if pasted is not None:
+        return pasted
+    if found is None and _APPOSITIVE.search(text, _sentence_start(text, left), start):
+        found = Ownership("user", "appositive")
+    if _CALLS_IN.match(text, end) and not (lead and lead.owner == "user"):
+        return Ownership("other", "caller")
     if is_quoted_or_example(text, start, end) and not (lead and lead.owner == "user"):
         return Ownership("other", "example")
     if found is not None:
@@ -311,6 +339,39 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         if recipient is not None:
             return recipient
     return Ownership("user") if role == "user" else Ownership("other")
+
+
+#: A line that announces a pasted or forwarded text below it (「转发一下供应商的邮件：」, "my accountant's details are
+#: below", "Pasting my own signature so you have everything:"), a quoted line ("> T: 020 …") or a separator line
+#: ("--", "-----") before the value.
+_ANNOUNCES = re.compile(
+    r"转发|转给|粘贴|复制|截图|签名|以下|如下|下面|原文|"
+    r"(?i:(?<![A-Za-z])(?:forward(?:ed|ing)?|fwd|pasting|pasted|paste|copied|copying|below|signature|screenshot|"
+    r"quoted?|original message|from:)(?![A-Za-z]))"
+)
+_SEPARATOR_LINE = re.compile(r"^\s*(?:-{2,}|_{3,}|={3,})\s*$")
+#: The announcement says the pasted text is the customer's own: 「我的签名」, "my own signature", "mine".
+_OWN_PASTE = re.compile(r"我(?:自己)?的|(?i:(?<![A-Za-z])(?:my own|my|mine)(?![A-Za-z]))")
+#: The agent's "your mobile, 07700 …", 「您的手机，138…」: the value stands beside the customer's own field.
+_APPOSITIVE = re.compile(
+    r"(?:您的?|(?i:your))\s*(?:own\s+)?(?:手机号?|电话|号码|邮箱|地址|"
+    r"(?i:(?:mobile|phone|number|cell|e-?mail|address)(?![A-Za-z])))[\s,，:：]*$"
+)
+
+
+def _pasted_block(text: str, start: int) -> Ownership | None:
+    """The value sits in a pasted or forwarded text: a quoted line, or a line below a separator or below a line
+    that announces it. It is its sender's, unless the announcement says the text is the customer's own."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if line_start == 0:
+        return None  # one line: no block
+    if text[line_start:start].lstrip().startswith(">"):
+        return Ownership("other", "forwarded")
+    for line in reversed(text[: line_start - 1].split("\n")):
+        if _SEPARATOR_LINE.match(line) or (_ANNOUNCES.search(line) and line.rstrip().endswith((":", "：", "below"))):
+            own = _OWN_PASTE.search(line) and not _CONTACT_NAMED.search(line)
+            return Ownership("user", "own paste") if own else Ownership("other", "forwarded")
+    return None
 
 
 #: 「收件人周桂芳」, 「使用人是王子豪」: the sentence names who receives or uses what is sent.
@@ -369,6 +430,37 @@ def _pronoun_for_a_courier(text: str, start: int, found: Ownership) -> Ownership
     if person > max(named, default=-1):
         return Ownership("other", "courier")
     return found
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A contact's details are kept only for a part in the service
+# --------------------------------------------------------------------------------------------------------------
+
+#: Someone takes a part in the service: receives, collects or signs for what is sent, or is to be called instead.
+_DESIGNATION = re.compile(
+    r"寄给|寄到|寄往|送给|送到|发给|发到|邮寄|配送|派送|转交|收件|收货|代收|代签|代取|签收|取件|取货|提货|自提|领取|接收|"
+    r"接听|联系人|在家|(?:电话|号码)留|留(?:他|她)|(?:联系|打给|找|通知|call|contact|text|ring|reach)\s*(?:他|她|him|her)|"
+    r"(?i:(?<![A-Za-z])(?:deliver(?:s|ed|y|ing)?|send(?:s|ing)?|sent|ship(?:s|ped|ping)?|post(?:ed)?|mail(?:ed)?|"
+    r"sign(?:s|ed|ing)? for|collect(?:s|ed|ing)?|pick(?:s|ed|ing)? (?:it |them |the \w+ )?up|recipient|"
+    r"receiv(?:e|es|ed|ing)|leave (?:it|them) with|(?:be|is|'ll be|will be) (?:at )?home|emergency contact|"
+    r"instead|on my behalf|(?:go|goes|come|comes) to (?:him|her|them)|call (?:my|him|her)|contact (?:my|him|her))"
+    r"(?![A-Za-z]))"
+)
+#: The part is taken back or refused: 「本来想寄给我姐…算了」, "I was going to send it to my sister, but forget
+#: that", 「你们别再打了」, "don't call him".
+_WITHDRAWN = re.compile(
+    r"算了|不用了|不寄了|(?:别|不要)(?:再)?(?:打|联系|寄|找)(?!我)|本来想|原本想|"
+    r"(?i:(?<![A-Za-z])(?:forget (?:that|it|about it)|never ?mind|scratch that|was going to|"
+    r"(?:do not|don't|never|stop) (?:call|contact|text|ring|send|deliver))(?![A-Za-z]))"
+)
+
+
+def designates_contact(text: str) -> bool:
+    """The message gives someone a part in the service: they receive, collect or sign for what is sent, or are
+    to be called instead (「寄给我妈，她电话…」, "my neighbour will sign for it, he's on …"), and the part is not taken
+    back. A child's teacher's, a landlord's or a colleague's number mentioned for another reason gives the
+    customer's memory nothing to act on, so no contact is kept for it."""
+    return bool(_DESIGNATION.search(text)) and not _WITHDRAWN.search(text)
 
 
 def owner_of(text: str, start: int, end: int, *, role: str) -> Owner:

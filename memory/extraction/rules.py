@@ -48,12 +48,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from difflib import SequenceMatcher
 from typing import Any
+
+from django.conf import settings
 
 from memory.extraction.confirmation import is_change, is_confirmation, is_rejected
 from memory.extraction.content import CONTENT_LIMIT, content
 from memory.extraction.dates import extract_dates, parse_expiry
-from memory.extraction.ownership import disowned_mentions, is_quoted_or_example
+from memory.extraction.ownership import designates_contact, disowned_mentions, is_quoted_or_example
 from memory.extraction.service import (
     extract_accounts,
     extract_batches,
@@ -299,6 +302,8 @@ def _owned_key(state: _Extraction, key: str, start: int, end: int) -> str | None
     does a value a correction rejects (「不是 15921873306，是 …」).
     """
     owned = None if is_rejected(state.text, start) else _BY_OWNER[key][state.owner(start, end)]
+    if owned is not None and owned.startswith("contact_") and not designates_contact(state.text):
+        owned = None  # someone's details the customer gave them no part with (a teacher's, a landlord's number)
     if owned is None:
         state.claimed.append((start, end))
     return owned
@@ -354,7 +359,7 @@ def _extract_coupons(state: _Extraction) -> None:
 
 
 def _extract_phones(state: _Extraction) -> None:
-    for phone in find_phones(state.text):
+    for phone in find_phones(state.text, settings.PHONE_REGIONS):
         if not state.free(phone.start, phone.end):
             continue
         if phone.hotline:
@@ -596,7 +601,7 @@ def extract_facts(
 
     facts: list[Fact] = []
     seen: set[tuple[str, str]] = set()
-    for item in sorted(state.found, key=lambda f: (f.start, f.key)):
+    for item in _without_slips(state):
         if (item.key, item.value) in seen:
             continue
         seen.add((item.key, item.value))
@@ -614,6 +619,46 @@ def extract_facts(
             )
         )
     return facts
+
+
+#: Keys a person holds one value of at a time, so two nearly equal values of one in a message are a slip and its fix.
+_SINGLE_VALUED = frozenset(
+    {"phone", "email", "address", "name", "order_id", "contact_phone", "contact_address", "work_address"}
+)
+#: How alike two values must be to be one value mistyped (a digit changed, two swapped, a letter missing).
+_SLIP_RATIO = 0.8
+
+
+def _slip(a: str, b: str) -> bool:
+    """``a`` and ``b`` are one value, one of them mistyped: 13900001357 / 13900001375, anna.k@exmaple.com /
+    anna.k@example.com, 张小雯 / 张晓雯. Values this short or this different are two values."""
+    a, b = (re.sub(r"[\s\-().]", "", value).casefold() for value in (a, b))
+    if a == b or min(len(a), len(b)) < 3 or abs(len(a) - len(b)) > 2:
+        return False
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= _SLIP_RATIO
+
+
+def _without_slips(state: _Extraction) -> list[_Found]:
+    """What a message states, in order, less the values it corrects in place.
+
+    「手机号是 139 0000 1357，不对不对，是 139 0000 1375」, "Phone is 07700 900345 - sorry, typo, it's 07700 900354",
+    「由 18700002233 更正为 18700002323」, "was (619) 555-0114 and is now (619) 555-0141": one person's one phone, said
+    twice nearly alike, is a slip and its fix, whatever words say so. The later value stands, unless a denial
+    comes right before it ("G12 8QQ rather than G12 8QA"). Values of different keys (the user's and a contact's)
+    never correct each other.
+    """
+    found = sorted(state.found, key=lambda f: (f.start, f.key))
+    dropped: set[int] = set()
+    for i, earlier in enumerate(found):
+        if earlier.key not in _SINGLE_VALUED:
+            continue
+        for j in range(i + 1, len(found)):
+            later = found[j]
+            if j in dropped or later.key != earlier.key or not _slip(earlier.value, later.value):
+                continue
+            dropped.add(j if is_rejected(state.text, later.start) else i)
+            break
+    return [item for i, item in enumerate(found) if i not in dropped]
 
 
 def disowned_keys(text: str) -> list[str]:

@@ -2,9 +2,16 @@
 
 :func:`find_phones` lists candidates in the order the rule extractor claims them: Chinese mobiles (an optional
 +86/0086 prefix dropped, eleven digits kept), Chinese landlines written with a separator (0755-8888 6666),
-international numbers with a ``+`` or ``00`` prefix — parsed by Google's ``phonenumbers`` and given in E.164
-(``+442079460958``) — and North-American style numbers after a phone keyword ("phone (415) 555-0100"), written
-with the area code in brackets ("(415) 555-0143"), or followed by "on file" / "as your … number".
+international numbers with a ``+`` or ``00`` prefix — parsed by Google's ``phonenumbers`` — and numbers written
+the national way of a region the deployment serves (``MEMDESK_PHONE_REGIONS``, by default US, GB, AU): "(415)
+555-0143", "07700 900417", "0491 570 156". Every number outside China is given in E.164 (``+442079460958``,
+``+14155550143``); a Chinese mobile is its eleven digits.
+
+A national number is found by ``phonenumbers``' matcher in each region. It is taken when it is a valid number of
+one of the regions (the first in the order given wins when several are), or, when valid in none, when a word of
+phoning comes before it in its clause ("my number's 07700 900101", "he's on …" is not enough): numbers reserved
+for fiction and numbers of new ranges are valid nowhere, and a bare string of digits (an order's
+"123-456-7890") must not become a phone.
 
 A hotline is flagged, not dropped, so the caller can claim its span: Chinese 400/800 numbers and 95xxx service
 numbers, North-American toll-free prefixes (800, 833 … 888) and whatever ``phonenumbers`` types as toll-free,
@@ -17,9 +24,12 @@ import re
 from dataclasses import dataclass
 
 import phonenumbers
-from phonenumbers import NumberParseException, PhoneNumberType
+from phonenumbers import Leniency, NumberParseException, PhoneNumberMatcher, PhoneNumberType
 
-__all__ = ["PhoneMatch", "find_phones", "is_hotline"]
+__all__ = ["DEFAULT_REGIONS", "PhoneMatch", "find_phones", "is_hotline", "written_forms"]
+
+#: Regions whose national way of writing a number is read when the deployment names none.
+DEFAULT_REGIONS: tuple[str, ...] = ("US", "GB", "AU")
 
 _CN_MOBILE = re.compile(r"(?<![\d+])(?:(?:\+|00)86[ -]?)?(?P<v>1[3-9]\d(?:[ -]?\d){8})(?![\d])")
 _CN_LANDLINE = re.compile(r"(?<![\d+])(?P<v>0\d{2,3}[ -]\d{3,4}[ -]?\d{4})(?![\d])")
@@ -35,6 +45,15 @@ _NANP_BARE = re.compile(
     r"(?<![\d+])(?P<v>(?:1[ .-])?(?:\(\d{3}\)\s?\d{3}[ .-]\d{4}(?![\d])|\d{3}[ .-]\d{3}[ .-]\d{4}(?![\d])"
     r"(?=\s+(?i:on\s+file|as\s+(?:your|my|the)\s+(?:[\w-]+\s+)?(?:number|phone|mobile|cell|contact))(?![A-Za-z]))))"
 )
+# A word of phoning before a national number that is valid in no region, in the same clause.
+_PHONE_WORD = re.compile(
+    r"(?:电话|手机|号码|(?<![A-Za-z])(?:phone|number|call|ring|text|sms|tel|mobile|cell|reach|line|contact)"
+    r"(?:'s|s|ed|ing)?(?![A-Za-z]))[^.;!?\n。；！？]{0,40}$",
+    re.IGNORECASE,
+)
+# Fewer digits are a local number without its area code ("555-0100") or a number's last digits ("ending 5521").
+_NATIONAL_DIGITS = 9
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 _CN_HOTLINE = re.compile(r"^(?:[48]00\d{7}|95\d{3,4}|1[01]\d{3})$")
 _NANP_TOLL_FREE = re.compile(r"^1?(?:800|833|844|855|866|877|888)\d{7}$")
 _HOTLINE_TYPES = frozenset(
@@ -50,7 +69,8 @@ _HOTLINE_TYPES = frozenset(
 @dataclass(frozen=True)
 class PhoneMatch:
     """One phone number: its span, the normalised value (digits, or E.164 for an international number), the
-    text as written, ``label`` ``"landline"`` for a Chinese landline, and whether it is a hotline."""
+    text as written, ``label`` ``"landline"`` for a Chinese landline, whether it is a hotline, and ``valid`` False
+    for a national number valid in no region (taken for the phoning word before it)."""
 
     start: int
     end: int
@@ -58,6 +78,7 @@ class PhoneMatch:
     shown: str
     label: str = ""
     hotline: bool = False
+    valid: bool = True
 
 
 def is_hotline(digits: str) -> bool:
@@ -81,13 +102,37 @@ def _international(written: str) -> tuple[str, bool] | None:
     return e164, hotline
 
 
-def find_phones(text: str) -> list[PhoneMatch]:
-    """Every phone-number candidate in ``text``, mobiles first; overlapping candidates are left to the caller."""
+def written_forms(value: str) -> list[str]:
+    """The ways a stored phone value is written in text, digits only: itself, and for an E.164 number its national
+    number with and without the trunk prefix (+447700900417 → 447700900417, 7700900417, 07700900417;
+    +14155550132 → 14155550132, 4155550132). A text that repeats any of them repeats the number."""
+    forms = [re.sub(r"\D", "", value)]
+    if value.startswith("+"):
+        try:
+            number = phonenumbers.parse(value, None)
+        except NumberParseException:
+            return forms
+        national = str(number.national_number)
+        forms.append(national)
+        written = re.sub(r"\D", "", phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL))
+        if written != national:
+            forms.append(written)
+    return forms
+
+
+def find_phones(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS) -> list[PhoneMatch]:
+    """Every phone-number candidate in ``text``, mobiles first; overlapping candidates are left to the caller.
+    ``regions`` are the regions whose national numbers are read, the first preferred."""
     found: list[PhoneMatch] = []
     for match in _CN_MOBILE.finditer(text):
         value = re.sub(r"\D", "", match.group("v"))
         found.append(PhoneMatch(match.start(), match.end(), value, value))
+    national = _national(text, regions)
+    read_nationally = {(phone.start, phone.end) for phone in national if phone.valid}
+    latin = not _CJK.search(text)
     for match in _CN_LANDLINE.finditer(text):
+        if latin and match.span("v") in read_nationally:
+            continue  # "020 7946 0321" in an English message is London's, not Guangzhou's
         value = re.sub(r"\D", "", match.group("v"))
         shown = match.group("v").strip()
         found.append(PhoneMatch(*match.span("v"), value, shown, label="landline", hotline=is_hotline(value)))
@@ -99,5 +144,33 @@ def find_phones(text: str) -> list[PhoneMatch]:
         value = re.sub(r"\D", "", match.group("v"))
         if len(value) == 11:  # "1-800-555-0199": the leading 1 is North America's country code
             value = value[1:]
-        found.append(PhoneMatch(*match.span("v"), value, match.group("v").strip(), hotline=is_hotline(value)))
+        found.append(PhoneMatch(*match.span("v"), "+1" + value, match.group("v").strip(), hotline=is_hotline(value)))
+    found.extend(national)
+    return found
+
+
+def _national(text: str, regions: tuple[str, ...]) -> list[PhoneMatch]:
+    """Numbers written the national way of ``regions``, each once, in E.164 (see the module's docstring)."""
+    spans: dict[tuple[int, int], list[phonenumbers.PhoneNumber]] = {}
+    for region in regions:
+        for match in PhoneNumberMatcher(text, region, leniency=Leniency.POSSIBLE):
+            if text.startswith(("+", "00"), match.start):
+                continue  # a number with its country code is _INTL's
+            spans.setdefault((match.start, match.end), []).append(match.number)
+    found = []
+    for (start, end), numbers in spans.items():
+        if _CN_MOBILE.fullmatch(text[start:end]) or len(re.sub(r"\D", "", text[start:end])) < _NATIONAL_DIGITS:
+            continue
+        valid = [n for n in numbers if phonenumbers.is_valid_number(n)]
+        if valid:
+            number = valid[0]
+        elif _PHONE_WORD.search(text[max(0, start - 60) : start]):
+            number = numbers[0]
+        else:
+            continue
+        e164 = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+        hotline = phonenumbers.number_type(number) in _HOTLINE_TYPES or (
+            number.country_code == 1 and is_hotline(str(number.national_number))
+        )
+        found.append(PhoneMatch(start, end, e164, text[start:end].strip(), hotline=hotline, valid=bool(valid)))
     return found
