@@ -232,14 +232,28 @@ _ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
 _ADDRESS_LEAD = re.compile(r"[^：:\d省市区县路街]{0,10}?(?:的)?(?:地址)?\s*[：:]\s*")
 _ADDRESS_MARKERS = re.compile(r"省|自治区|市|区|县|镇|乡|村|路|街|道|巷|胡同|号|栋|幢|单元|室|楼|小区|大厦")
 _ADDRESS_TAIL = re.compile(r"^.*(?:号楼|号院|号|室|楼|栋|幢|单元|层|座|大厦|小区|广场|中心|[路街道巷](?=\s*$))", re.S)
-# A street line, then the parts of the same address that follow it: unit or floor ("Suite 400", "10th Floor"),
-# city, state and ZIP.
+# An English address: an optional flat, unit or level first ("Flat 4B, ", "Unit 5, ", "Level 9, "), a street line
+# ("27 Carlisle Road", "3/118 Swan Street" — unit 3 at number 118), then the parts of the same address that follow
+# it: unit or floor ("Suite 400", "10th Floor"), town, and the postal code of its country — a US state and ZIP
+# ("TX 78701"), an Australian state and postcode ("NSW 2026"), a British postcode ("LS6 2AB", "M1 6FQ") or a
+# Canadian one ("M5V 2T6").
+_EN_STREET_TYPES = (
+    r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Way|Court|Ct|Place|Pl|Plaza|Square|Sq|Circle|"
+    r"Terrace|Parkway|Pkwy|Highway|Hwy|Grove|Close|Crescent|Cres|Row|Mews|Wharf|Parade|Walk|Gardens|Hill|View|Rise|"
+    r"Park|Green|Quay"
+)
+_EN_UNIT = r"(?i:Flat|Apt|Apartment|Unit|Suite|Ste|Level|Floor|Room)\.?\s*(?:\d[A-Za-z0-9/-]*|[A-Z]\d*)(?![a-z]),?\s+"
+_EN_POSTCODE = (
+    r"(?:,?\s*[A-Z]{2,3})?\s+\d{4,5}(?:-\d{4})?(?!\d)|"  # US state and ZIP, Australian state and postcode
+    r"\s+[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}(?![A-Za-z0-9])|"  # British
+    r"\s+[A-Z]\d[A-Z]\s?\d[A-Z]\d(?![A-Za-z0-9])"  # Canadian
+)
 _EN_ADDRESS = re.compile(
-    r"(?<![\w])\d{1,6}\s+(?:[A-Z][a-z]+\.?\s+){1,4}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|"
-    r"Way|Court|Ct|Place|Pl|Plaza|Square|Sq|Circle|Terrace|Parkway|Pkwy|Highway|Hwy)(?![A-Za-z])\.?"
+    r"(?<![\w/])(?:" + _EN_UNIT + r"(?:\d{1,6}[A-Za-z]?\s+)?|\d{1,6}[A-Za-z]?(?:/\d{1,6}[A-Za-z]?)?\s+)"
+    r"(?:(?:[A-Z][a-z]+\.?|\d{1,3}(?:st|nd|rd|th))\s+){1,4}(?:" + _EN_STREET_TYPES + r")(?![A-Za-z])\.?"
     r"(?:,?\s*(?:(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|#)\.?\s*[A-Za-z0-9-]+|"
     r"\d{1,3}(?:st|nd|rd|th)\s+Floor)(?![A-Za-z])){0,2}"
-    r"(?:,\s*[A-Z][a-zA-Z]+(?:\s[A-Z][a-zA-Z]+)*)?(?:,\s*[A-Z]{2})?(?:\s+\d{5}(?:-\d{4})?)?"
+    r"(?:,\s*[A-Z][a-zA-Z]+(?![\w])(?:\s[A-Z][a-zA-Z]+(?![\w]))*)?(?:" + _EN_POSTCODE + r")?"
 )
 _PRODUCT_KEYWORD = re.compile(
     r"(?:产品型号|型号|机型|货号|(?<![A-Za-z])model(?:\s*(?:number|no\.?))?)"
@@ -396,7 +410,11 @@ def _extract_addresses(state: _Extraction) -> None:
         # 「寄到我家：广州市…」: the possessor before the address is not part of it (it still decides the owner).
         lead = _ADDRESS_LEAD.match(match.group("v"))
         skip = lead.end() if lead else 0
+        skip += _address_opening(match.group("v")[skip:])
         candidate = match.group("v")[skip:]
+        pronoun = _PRONOUN_ZH.search(candidate)
+        if pronoun:  # 「…11栋1104 你们上次送到隔壁单元」: an address names no one
+            candidate = candidate[: pronoun.start()]
         tail = _ADDRESS_TAIL.match(candidate)
         if not tail:
             continue
@@ -419,6 +437,23 @@ def _extract_addresses(state: _Extraction) -> None:
         if state.free(*match.span()) and (key := _owned_key(state, "address", *match.span())):
             value = match.group(0).strip()
             state.add(_Found(match.start(), match.end(), key, value, _address_data(state, key, value, *match.span())))
+
+
+_PRONOUN_ZH = re.compile(r"[你我他她您它]")
+
+
+def _address_opening(candidate: str) -> int:
+    """Where a Chinese address opens in the words after its keyword: at its first place name (rjieba's ``ns``)
+    when only words of the sentence come before it (「填的浙江省…」, 「我姐家广州市…」, 「您说北京市…」), else
+    where it starts already. The words before still tell whose it is."""
+    offset = 0
+    for word, flag in pos_cut(candidate[:16]):
+        if flag == "ns":
+            return offset
+        if re.search(r"\d", word) or _ADDRESS_MARKERS.search(word):
+            return 0
+        offset += len(word)
+    return 0
 
 
 def _address_data(state: _Extraction, key: str, value: str, start: int, end: int) -> dict[str, Any]:

@@ -429,3 +429,27 @@ def test_a_correction_that_starts_with_budui_is_a_change() -> None:
 
     assert fact.change is True
     assert fact.content == "用户手机号已更新为：13912345678"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("My flat is 14 Elm Grove, Leeds LS6 2AB and the parcel never came", "14 Elm Grove, Leeds LS6 2AB"),
+        ("to Flat 4B, 27 Carlisle Road, Brighton BN3 4FR please", "Flat 4B, 27 Carlisle Road, Brighton BN3 4FR"),
+        ("I've got unit 7/42 Bondi Rd, Bondi NSW 2026 as my address", "unit 7/42 Bondi Rd, Bondi NSW 2026"),
+        ("I'm at 77 West 85th Street, Apt 2R, New York, NY 10024", "77 West 85th Street, Apt 2R, New York, NY 10024"),
+        ("收货地址填的浙江省杭州市西湖区文三路478号华星小区6幢", "浙江省杭州市西湖区文三路478号华星小区6幢"),
+        (
+            "我那个地址就是江苏南京鼓楼区中央路201号金轮新天地11栋1104 你们上次送到隔壁单元了",
+            "江苏南京鼓楼区中央路201号金轮新天地11栋1104",
+        ),
+    ],
+)
+def test_an_address_is_taken_whole_and_nothing_more(text: str, value: str) -> None:
+    # the unit before the street, the town and the country's postcode belong to it; the words of the sentence
+    # around it do not
+    assert [fact.value for fact in extract_facts(text) if fact.key == "address"] == [value]
+
+
+def test_a_street_name_without_a_number_is_no_address() -> None:
+    assert [fact for fact in extract_facts("Hi, Main Street is closed today") if "address" in fact.key] == []
