@@ -280,11 +280,33 @@ _NAME_EN = re.compile(
 )
 # The agent reads the user's name back only in these words: 「您登记的姓名是…」, "the name on the account is …".
 _NAME_AGENT_ZH = re.compile(
-    r"(?P<strength>您(?:登记|预留|填写|注册|提供|留)?的?(?:真实)?(?:姓名|名字)(?:是|为|:|：))\s*"
+    r"(?P<strength>(?:您(?:登记|预留|填写|注册|提供|留)?的?|(?:开户人|持卡人|户主|账户|实名(?:信息)?|投保人)(?:的)?)"
+    r"(?:真实)?(?:姓名|名字)(?:是|为|:|：))\s*"
 )
+# The agent greeting the customer by full name at the start of a message: 「周明轩先生您好」, 「李女士，…」 is a surname
+# and no full name; the name must be one (``is_chinese_name``).
+_NAME_ADDRESSED_ZH = re.compile(r"^\s*(?P<v>[" + _CJK + r"]{2,3})(?=(?:先生|女士|小姐)(?:您好|你好|，|,|：|:))")
 _NAME_AGENT_EN = re.compile(
     r"(?i:(?P<strength>your (?:full )?name is|the name on (?:the|your) (?:account|file|booking|reservation) is|"
     r"(?:we|I) have your name as|the name (?:we have )?on file is))\s+(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})" + _Z
+)
+# The agent reading back whose the account or booking is: "the account holder as Kenji Tanaka", "the booking under
+# Marta Kowalski", "the account is in your name, Olivia Brennan". The words say whose it is, so no other owner test.
+_NAME_READBACK_EN = re.compile(
+    r"(?i:(?P<strength>account holder (?:as|is)|in your name,?|(?:registered|booked) (?:to|under|in the name of)|"
+    r"(?:booking|order|account|reservation|ticket|policy)s? (?:is |are |was )?(?:under|in)(?: the name(?: of)?:?)?))"
+    r"\s+(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2})" + _Z
+)
+_FULL_NAME = r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}"
+# The user signing off — a last line after a dash or a closing word ("Thanks anyway\n— Aisha", "Regards,\nTom
+# Becker") — or introducing themselves at the start with a full name ("Priya Nair speaking.", "Hi, it's Tom
+# Becker, …"; one word only before "speaking": "It's Monday" and "Someone here" name no one).
+_NAME_SIGNED_EN = re.compile(
+    r"(?:\n\s*[-—–~]+\s*|(?i:(?:^|\n)\s*(?:thanks|thank you|cheers|regards|best|kind regards|best regards|"
+    r"many thanks|sincerely|yours)[,!.]?\s*(?:\n|[-—–]\s*)\s*))(?P<v>" + _FULL_NAME + r")\s*$"
+    r"|^\s*(?i:(?:hi|hello|hey|good (?:morning|afternoon|evening))[,!.]?\s+)?"
+    r"(?:(?i:it's|it’s|this is)\s+(?P<w>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2})(?=[\s,.!;]|$)"
+    r"|(?P<u>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2}(?=\s+(?i:speaking|here)(?![A-Za-z]))|[A-Z][a-z]+(?=\s+speaking\b)))"
 )
 _SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name) is)\s+(?P<v>[A-Z][a-z]+)" + _Z)
 _NOT_NAMES_EN = frozenset(
@@ -478,7 +500,15 @@ def _extract_names(state: _Extraction) -> None:
     """The user's name: introduced by the user (「我叫…」, "my name is …"), or read back by the agent."""
     if state.role != "user":
         _extract_name_intros(state, _NAME_AGENT_ZH, ((_NAME_AGENT_EN, ""),))
+        for match in _NAME_READBACK_EN.finditer(state.text):
+            _add_english_name(state, match.start("v"), match.end("v"), owner_checked=True)
+        addressed = _NAME_ADDRESSED_ZH.match(state.text)
+        if addressed and is_chinese_name(name := addressed.group("v")) and state.free(*addressed.span("v")):
+            state.add(_Found(addressed.start("v"), addressed.end("v"), "name", name, {"name": name}))
         return
+    for match in _NAME_SIGNED_EN.finditer(state.text):
+        group = next(name for name in ("v", "w", "u") if match.group(name))
+        _add_english_name(state, match.start(group), match.end(group), owner_checked=False)
     for match in _NAME_SURNAME_ZH.finditer(state.text):
         surname = match.group("v")
         surname = surname if surname in SURNAMES else surname[:1]
@@ -494,6 +524,17 @@ def _extract_names(state: _Extraction) -> None:
                 )
             )
     _extract_name_intros(state, _NAME_INTRO_ZH, ((_SURNAME_EN, "surname"), (_NAME_EN, "")))
+
+
+def _add_english_name(state: _Extraction, start: int, end: int, *, owner_checked: bool) -> None:
+    """Keep the English name at ``text[start:end]`` as the user's, unless it is a word, not a name, or already
+    read (``owner_checked``: the words that found it said whose it is)."""
+    value = state.text[start:end]
+    if value.split()[0] in _NOT_NAMES_EN or not state.free(start, end):
+        return
+    if not owner_checked and state.owner(start, end) != "user":
+        return
+    state.add(_Found(start, end, "name", value, {"name": value}))
 
 
 def _extract_name_intros(

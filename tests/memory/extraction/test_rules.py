@@ -453,3 +453,30 @@ def test_an_address_is_taken_whole_and_nothing_more(text: str, value: str) -> No
 
 def test_a_street_name_without_a_number_is_no_address() -> None:
     assert [fact for fact in extract_facts("Hi, Main Street is closed today") if "address" in fact.key] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "value"),
+    [
+        ("Never mind, I'll check the app myself. Thanks anyway\n— Aisha", "user", "Aisha"),
+        ("Priya Nair speaking. I'd like to dispute a charge on my card.", "user", "Priya Nair"),
+        ("Hi, it's Tom Becker, my number's 303-555-0185", "user", "Tom Becker"),
+        ("I've confirmed the account holder as Kenji Tanaka and unlocked it.", "assistant", "Kenji Tanaka"),
+        ("Thanks, Ms. Kowalski — I've found the booking under Marta Kowalski.", "assistant", "Marta Kowalski"),
+        ("周明轩先生您好，已为您重新安排燃气表检修。", "assistant", "周明轩"),
+    ],
+)
+def test_the_customers_name_said_as_people_say_it(text: str, role: str, value: str) -> None:
+    assert [fact.value for fact in extract_facts(text, role=role) if fact.key == "name"] == [value]
+
+
+@pytest.mark.parametrize(
+    ("text", "role"),
+    [
+        ("It's Monday and nothing came", "user"),
+        ("Someone here broke the box", "user"),
+        ("Hello! My name is Rachel, I'll be looking after you today.", "assistant"),  # the agent's own
+    ],
+)
+def test_words_that_only_look_like_a_name_give_none(text: str, role: str) -> None:
+    assert [fact for fact in extract_facts(text, role=role) if fact.key == "name"] == []
