@@ -97,9 +97,17 @@ _WORK_BY_ROLE = {
     r"(?i:(?<![A-Za-z])(?:office|workplace|employer|company|business address|work(?=\s+(?:address|phone|number|"
     r"e-?mail))|at work|to work)(?![A-Za-z]))",
     # The agent means the user's workplace only with 「您」/"your"; its own office is the company's (_OTHER).
-    "assistant": r"您(?:的)?(?:公司|单位)|"
+    "assistant": r"您(?:的)?(?:公司|单位|办公(?:地址|室|地点)?)|"
+    r"[为帮给]您\S{0,8}?(?:寄到|送到|改为|设为|改成)\S{0,4}?(?:公司|单位|办公)|"
     r"(?i:(?<![A-Za-z])your\s+(?:office|workplace|employer|company|work)(?![A-Za-z]))",
 }
+#: Right after an address, the customer works there: 「我在…6008号上班」, 「我自己是在…1000号上班」.
+_WORKS_THERE = re.compile(r"\s*(?:那边|这边)?(?:上班|工作|办公)")
+#: A person the customer names, then their workplace: 「我老公公司在…」, "my wife's office is …" — theirs, not the
+#: customer's.
+_CONTACTS_WORKPLACE = re.compile(
+    r"(?:" + _CONTACT_WHO + r")\s*的?\s*(?:公司|单位|办公室|(?i:office|workplace|company))"
+)
 # A self marker that is negated says the value is NOT the user's: 「这不是我的电话 138…」, "that's not my number".
 _NEGATED_SELF = re.compile(
     r"不是我(?:本人)?的?|并非我的?|不属于我|"
@@ -142,6 +150,7 @@ _SELF_BY_ROLE = {
     r"(?i:(?<![A-Za-z])(?:my|mine|me|i'm|i’m|i am|i live|i'm living|i am living|i'm staying|i am staying|home)"
     r"(?![A-Za-z]))",
     "assistant": r"您(?:在\S{1,6}?)?(?:登记|预留|留|填写|绑定|注册)的|"
+    r"家庭(?:地址|住址)|(?i:(?<![A-Za-z])(?:as|your) home(?![A-Za-z]))|"
     r"您(?:这边|本人)?(?:的|留的|预留的|登记的|绑定的|注册的|提供的|填写的|填的|下单时?(?:填写|留|预留)的|"
     r"账[户号]上?(?:绑定)?的)|您(?:本人|自己)?(?:保持|确认|核对|核实)?(?:一下)?(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
@@ -324,6 +333,10 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     pasted = _pasted_block(text, start)
     if pasted is not None:
         return pasted
+    if found is not None and found.owner == "work" and _CONTACTS_WORKPLACE.search(text, left, start):
+        return Ownership("other", "a contact's workplace")
+    if _WORKS_THERE.match(text, end) and (found is None or found.owner == "user"):
+        found = Ownership("work", "works there")
     if found is None and _APPOSITIVE.search(text, _sentence_start(text, left), start):
         found = Ownership("user", "appositive")
     if _CALLS_IN.match(text, end) and not (lead and lead.owner == "user"):

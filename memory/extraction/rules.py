@@ -428,14 +428,16 @@ def _extract_amounts(state: _Extraction) -> None:
 
 
 def _extract_addresses(state: _Extraction) -> None:
-    for match in (*_ADDRESS_KEYWORD.finditer(state.text), *_ADDRESS_BARE.finditer(state.text)):
+    for match in (*_overlapping(_ADDRESS_KEYWORD, state.text), *_ADDRESS_BARE.finditer(state.text)):
         # 「寄到我家：广州市…」: the possessor before the address is not part of it (it still decides the owner).
         lead = _ADDRESS_LEAD.match(match.group("v"))
         skip = lead.end() if lead else 0
         skip += _address_opening(match.group("v")[skip:])
         candidate = match.group("v")[skip:]
         pronoun = _PRONOUN_ZH.search(candidate)
-        if pronoun:  # 「…11栋1104 你们上次送到隔壁单元」: an address names no one
+        if (
+            pronoun
+        ):  # 「…11栋1104 你们上次送到隔壁单元」: an address names no one, and 「… 和家庭地址 …」 starts another
             candidate = candidate[: pronoun.start()]
         tail = _ADDRESS_TAIL.match(candidate)
         if not tail:
@@ -461,7 +463,17 @@ def _extract_addresses(state: _Extraction) -> None:
             state.add(_Found(match.start(), match.end(), key, value, _address_data(state, key, value, *match.span())))
 
 
-_PRONOUN_ZH = re.compile(r"[你我他她您它]")
+def _overlapping(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """Every match of ``pattern``, each searched from where the last one's value began: a second keyword inside
+    the first one's words (「办公地址 … 和家庭地址 …」) opens an address of its own."""
+    found, position = [], 0
+    while (match := pattern.search(text, position)) is not None:
+        found.append(match)
+        position = match.start("v") + 1
+    return found
+
+
+_PRONOUN_ZH = re.compile(r"[你我他她您它]|(?:和|以及|及)(?=家庭|家里|公司|单位|办公|地址)")
 
 
 def _address_opening(candidate: str) -> int:

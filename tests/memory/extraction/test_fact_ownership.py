@@ -793,3 +793,32 @@ def test_a_callers_or_a_pasted_texts_number_is_not_the_customers(text: str, role
 )
 def test_the_customers_own_number_in_those_shapes_is_still_theirs(text: str, role: str, value: str) -> None:
     assert [fact.value for fact in extract_facts(text, role=role) if fact.key == "phone"] == [value]
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "expected"),
+    [
+        (
+            "我在深圳市福田区深南大道6008号上班，发票寄单位就行",
+            "user",
+            {"work_address": ["深圳市福田区深南大道6008号"]},
+        ),
+        ("我老公公司在苏州工业园区星湖街328号，寄他那边", "user", {}),
+        (
+            "您的办公地址 天津市和平区南京路189号津汇广场2座1501 和家庭地址 天津市河西区友谊路35号 都已保存",
+            "assistant",
+            {"work_address": ["天津市和平区南京路189号津汇广场2座1501"], "address": ["天津市河西区友谊路35号"]},
+        ),
+        (
+            "I've saved 1 Innovation Way, Cambridge CB4 0WS as your work address and 3 Mill Road, Ely CB7 4DA as home.",
+            "assistant",
+            {"work_address": ["1 Innovation Way, Cambridge CB4 0WS"], "address": ["3 Mill Road, Ely CB7 4DA"]},
+        ),
+    ],
+)
+def test_home_and_workplace_are_told_apart(text: str, role: str, expected: dict[str, list[str]]) -> None:
+    found = {}
+    for fact in extract_facts(text, role=role):
+        if fact.key in ("address", "work_address", "contact_address"):
+            found.setdefault(fact.key, []).append(fact.value)
+    assert found == expected
