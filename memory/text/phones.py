@@ -149,6 +149,21 @@ def find_phones(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS) -> list[P
     return found
 
 
+def _glued(text: str, start: int, end: int) -> bool:
+    """The digits run on from a letter or a digit ("SF1234567890", a tracking number): part of a code."""
+    return (start > 0 and text[start - 1].isalnum() and text[start - 1].isascii()) or (
+        end < len(text) and text[end].isalnum() and text[end].isascii()
+    )
+
+
+def _without_trunk_zero(written: str, region: str) -> bool:
+    """Where a national number is dialled with a leading 0 (GB, AU…), one written without it is not a number
+    of that region: "1234567890" is no British 01234 567890."""
+    metadata = phonenumbers.PhoneMetadata.metadata_for_region(region)
+    prefix = metadata.national_prefix if metadata is not None else None
+    return prefix == "0" and not re.sub(r"\D", "", written).startswith("0")
+
+
 def _national(text: str, regions: tuple[str, ...]) -> list[PhoneMatch]:
     """Numbers written the national way of ``regions``, each once, in E.164 (see the module's docstring)."""
     spans: dict[tuple[int, int], list[phonenumbers.PhoneNumber]] = {}
@@ -156,6 +171,8 @@ def _national(text: str, regions: tuple[str, ...]) -> list[PhoneMatch]:
         for match in PhoneNumberMatcher(text, region, leniency=Leniency.POSSIBLE):
             if text.startswith(("+", "00"), match.start):
                 continue  # a number with its country code is _INTL's
+            if _glued(text, match.start, match.end) or _without_trunk_zero(match.raw_string, region):
+                continue
             spans.setdefault((match.start, match.end), []).append(match.number)
     found = []
     for (start, end), numbers in spans.items():

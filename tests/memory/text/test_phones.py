@@ -74,3 +74,14 @@ def test_an_unknown_region_stops_the_process_at_start() -> None:
     assert done.returncode != 0
     assert "MEMDESK_PHONE_REGIONS" in done.stderr
     assert "XX" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "快递单号 SF1234567890，预计明天到",  # digits run on from a courier's code
+        "the reference is 1234567890",  # a British number is written with its leading 0
+    ],
+)
+def test_a_code_or_a_number_without_its_trunk_zero_is_no_phone(text: str) -> None:
+    assert find_phones(text) == []
