@@ -25,6 +25,7 @@ from memory.embeddings import models as embeddings
 from memory.models import MemoryType, MemoryUnit
 from memory.recall.rewrite import Rewrite, rewrite_and_embed, rewrite_query
 from memory.recall.tuning import tuning
+from memory.store.indexing import CONTEXT_WEIGHT
 from memory.store.read import SCOPE_SQL, fetch_memories, scope_params, valid_sql
 from memory.text.language import TS_CONFIG
 from tenants.models import Tenant
@@ -106,8 +107,7 @@ wstats AS MATERIALIZED (
 ),
 whits AS MATERIALIZED (
     SELECT id, len, {levels} FROM (
-        SELECT s.id, length(s.search_vector) AS len, s.search_vector AS sv, ts_filter(s.search_vector, '{{d}}') AS own,
-               ts_filter(s.search_vector, '{{c}}') AS ctx
+        SELECT s.id, length(s.search_vector) AS len, s.search_vector AS sv
         FROM scoped s CROSS JOIN tq WHERE s.search_vector @@ tq.q_any
     ) h CROSS JOIN tq
 ),
@@ -118,8 +118,7 @@ rare AS MATERIALIZED (
 ),
 ohits AS MATERIALIZED (
     SELECT id, len, {levels} FROM (
-        SELECT m.id, length(m.search_vector) AS len, m.search_vector AS sv, ts_filter(m.search_vector, '{{d}}') AS own,
-               ts_filter(m.search_vector, '{{c}}') AS ctx
+        SELECT m.id, length(m.search_vector) AS len, m.search_vector AS sv
         FROM memory_memoryunit m
         WHERE {scope} AND m.created_at < (SELECT oldest FROM rare)
           AND m.search_vector @@ (SELECT q_rare FROM rare WHERE full_window AND numnode(q_rare) > 0)
@@ -143,6 +142,8 @@ lex AS (
 #: BM25's term frequency of a term in the memory's own text; one only in its context or in the turns around it
 #: counts ``MEMDESK_RECALL["context_tf"]`` or ``["around_tf"]``.
 OWN_TF = 2.0
+#: The weight of a memory's own words in its ``search_vector`` (the default, D).
+OWN_WEIGHT = "D"
 
 
 def _distance_sql(n_models: int) -> str:
@@ -154,6 +155,14 @@ def _distance_sql(n_models: int) -> str:
     return f"CASE embedding_model {whens} END"
 
 
+def _weighted(term: str, weight: str) -> str:
+    """The term's ``plainto_tsquery`` with every lexeme restricted to ``weight`` ('a' & 'b' → 'a':D & 'b':D): it
+    matches a tsvector exactly where the query matches the tsvector's lexemes of that weight. Lexemes are quoted
+    in a tsquery's text, a quote inside one doubled."""
+    query = f"plainto_tsquery('{TS_CONFIG}', {term})::text"
+    return "regexp_replace(" + query + r", '''((?:[^'']|'''')*)''', '''\1'':" + weight + "', 'g')::tsquery"
+
+
 def _lex_sql(n_terms: int) -> str:
     if n_terms == 0:
         return _NO_LEX
@@ -161,9 +170,12 @@ def _lex_sql(n_terms: int) -> str:
     idf = [f"ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5))" for i in terms]
     saturation = "(%(k1)s + 1) * {tf} / ({tf} + m.norm)"
     # each term matched once per row: 2 = in the memory's own text, 1 = only in its context, 3 = only in the
-    # turns around it, 0 = absent
+    # turns around it, 0 = absent. The weight is read by the term's query restricted to it (``own{i}``: 'word':D),
+    # not by filtering each row's tsvector to a weight: a row of the window then costs one match per absent term
+    # and no copy of its tsvector, which was half the lexical leg's time over a long history.
     levels = ", ".join(
-        f"(CASE WHEN own @@ tq.q{i} THEN 2 WHEN ctx @@ tq.q{i} THEN 1 WHEN sv @@ tq.q{i} THEN 3 ELSE 0 END) AS h{i}"
+        f"(CASE WHEN NOT sv @@ tq.q{i} THEN 0 WHEN sv @@ tq.own{i} THEN 2 WHEN sv @@ tq.ctx{i} THEN 1 ELSE 3 END)"
+        f" AS h{i}"
         for i in terms
     )
     score = " + ".join(
@@ -174,7 +186,11 @@ def _lex_sql(n_terms: int) -> str:
     )
     return _LEX_SQL.format(
         scope=SCOPE_SQL,
-        queries=", ".join(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}" for i in terms),
+        queries=", ".join(
+            f"plainto_tsquery('{TS_CONFIG}', %(t{i})s) AS q{i}, {_weighted(f'%(t{i})s', OWN_WEIGHT)} AS own{i}, "
+            f"{_weighted(f'%(t{i})s', CONTEXT_WEIGHT)} AS ctx{i}"
+            for i in terms
+        ),
         any_term=" || ".join(f"q{i}" for i in terms),
         levels=levels,
         wdfs=", ".join(f"count(*) FILTER (WHERE h{i} > 0)::float AS wdf{i}" for i in terms),
