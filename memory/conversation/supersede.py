@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -67,6 +68,9 @@ NEARBY = 8
 #: Vectors at least this close, for two statements naming the same identifier and stating no value: a later
 #: state of the same thing.
 SAME_THING = 0.4
+#: Masked texts overlapping at least this much (Dice) are about one act when one says it is not done yet and
+#: the other that it is done: lower than ``SAME_WORDS``, for the later statement adds what it came to.
+PROGRESS_WORDS = 0.3
 #: A unit whose own words show no matter (domain) takes the last one shown in its session this many messages back.
 CONTEXT = 6
 
@@ -209,7 +213,27 @@ def judge(
         return Verdict(attrs, superseded=whole, terms=terms, labelled=frozenset(labelled_attrs))
     if old.subjects and names_all and not old.values and not new.values and similarity >= SAME_THING:
         return Verdict(frozenset({"status"}), superseded=True)  # a later state of the same thing
+    if (names_all or not old.subjects) and masked_similarity(old, new) >= PROGRESS_WORDS and progressed(old, new):
+        return Verdict(frozenset({"status"}), superseded=True)  # what was not done yet is done now
     return None
+
+
+#: Chinese: an act not done yet (「还没补发」, 「尚未到账」, 「未处理」), and the same act done (「已经补发了」,
+#: 「已于4月2日到账」, 「已为您处理」). The markers are the language's aspect words, a closed class; the act is
+#: whatever verb follows them, and it must be the same verb in both.
+_PENDING_ZH = re.compile(r"(?:还没有?|尚未|暂未|还未|未能|未|没有?)(?:被|给您|为您)?(?P<act>[\u4e00-\u9fff]{2})")
+_DONE_ZH = re.compile(r"已经?(?:于[^，。；！？]{0,12}?)?(?:被|给您|为您)?(?P<act>[\u4e00-\u9fff]{2})")
+
+
+def progressed(old: Claim, new: Claim) -> bool:
+    """``old`` says an act is not done yet and ``new`` that the same act is done, and says it of nothing still
+    pending: 「双倍的部分还没补发」, later 「已经补发了」. Chinese only (an English reading of aspect is not built)."""
+    if not (has_cjk(old.masked) and has_cjk(new.masked)):
+        return False
+    pending = {m.group("act") for m in _PENDING_ZH.finditer(old.masked)}
+    done = {m.group("act") for m in _DONE_ZH.finditer(new.masked)}
+    still = {m.group("act") for m in _PENDING_ZH.finditer(new.masked)}
+    return bool(pending & done) and not (pending & done & still)
 
 
 def _same_label(old: Claim, new: Claim, attr: str) -> bool:

@@ -451,8 +451,10 @@ def _pronoun_for_a_courier(text: str, start: int, found: Ownership) -> Ownership
 
 #: Someone takes a part in the service: receives, collects or signs for what is sent, or is to be called instead.
 _DESIGNATION = re.compile(
-    r"寄给|寄到|寄往|送给|送到|发给|发到|邮寄|配送|派送|转交|收件|收货|代收|代签|代取|签收|取件|取货|提货|自提|领取|接收|"
-    r"接听|联系人|在家|(?:电话|号码)留|留(?:他|她)|(?:联系|打给|找|通知|call|contact|text|ring|reach)\s*(?:他|她|him|her)|"
+    r"寄给|寄到|寄往|寄出|送给|送到|发给|发到|邮寄|配送|派送|转交|收件|收货|代收|代签|代取|签收|取件|取货|提货|自提|领取|"
+    r"接收|接听|联系人|在家|(?:电话|号码)留|留(?:他|她)|我们|一起|同行|陪|"
+    r"(?:联系|打给?|找|通知|call|contact|text|ring|reach)\s*"
+    r"(?:他|她|him|her|我的?(?:" + _RELATIVES_ZH + r"|[妈爸哥姐弟妹]))|"
     r"(?i:(?<![A-Za-z])(?:deliver(?:s|ed|y|ing)?|send(?:s|ing)?|sent|ship(?:s|ped|ping)?|post(?:ed)?|mail(?:ed)?|"
     r"sign(?:s|ed|ing)? for|collect(?:s|ed|ing)?|pick(?:s|ed|ing)? (?:it |them |the \w+ )?up|recipient|"
     r"receiv(?:e|es|ed|ing)|leave (?:it|them) with|(?:be|is|'ll be|will be) (?:at )?home|emergency contact|"
@@ -462,18 +464,29 @@ _DESIGNATION = re.compile(
 #: The part is taken back or refused: 「本来想寄给我姐…算了」, "I was going to send it to my sister, but forget
 #: that", 「你们别再打了」, "don't call him".
 _WITHDRAWN = re.compile(
-    r"算了|不用了|不寄了|(?:别|不要)(?:再)?(?:打|联系|寄|找)(?!我)|本来想|原本想|"
+    r"算了|不用了|不寄了|(?:别|不要)(?:再)?(?:打|联系|寄|找)(?!我)|(?:不能|无法)(?:代为|帮您|为您)?(?:联系|打|寄|送)|"
+    r"本来想|原本想|"
     r"(?i:(?<![A-Za-z])(?:forget (?:that|it|about it)|never ?mind|scratch that|was going to|"
     r"(?:do not|don't|never|stop) (?:call|contact|text|ring|send|deliver))(?![A-Za-z]))"
 )
 
 
+#: The message corrects a detail given before: 「说错了」, 「写错了」, 「更正为」, "sorry, I mean", "typo" (not
+#: 「改成」, which also asks for something new: 「能不能直接改成我的名字」).
+_CORRECTS = re.compile(
+    r"[说写记填打输]错|更正|不对|"
+    r"(?i:(?<![A-Za-z])(?:wrong|typo|i mean|correction|corrected)(?![A-Za-z]))"
+)
+
+
 def designates_contact(text: str) -> bool:
     """The message gives someone a part in the service: they receive, collect or sign for what is sent, or are
-    to be called instead (「寄给我妈，她电话…」, "my neighbour will sign for it, he's on …"), and the part is not taken
-    back. A child's teacher's, a landlord's or a colleague's number mentioned for another reason gives the
-    customer's memory nothing to act on, so no contact is kept for it."""
-    return bool(_DESIGNATION.search(text)) and not _WITHDRAWN.search(text)
+    to be called instead (「寄给我妈，她电话…」, "my neighbour will sign for it, he's on …", 「要是我电话没接就打我
+    女儿的」), or go along (「我们可能会晚到，他开车过去」), and the part is not taken back. A correction
+    (「昨天我弟的电话说错了，是…」) corrects a part given before. A child's teacher's, a landlord's or a
+    colleague's number mentioned for another reason gives the customer's memory nothing to act on, so no contact
+    is kept for it."""
+    return bool(_DESIGNATION.search(text) or _CORRECTS.search(text)) and not _WITHDRAWN.search(text)
 
 
 def owner_of(text: str, start: int, end: int, *, role: str) -> Owner:

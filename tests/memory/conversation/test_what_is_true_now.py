@@ -490,3 +490,36 @@ def test_two_amounts_with_different_labels_are_two_facts(acme, fake_ollama):
     )  # fmt: skip
     results = _recall(acme, "card-zh", "我的信用卡额度是多少？")
     assert any("50000元" in c for c in _current(results)), results
+
+
+def test_what_was_not_done_yet_and_is_done_now_is_no_longer_current(acme, fake_ollama):
+    # given the agent said the double points were not yet credited, and weeks later that they were — no id
+    # names the thing, and the later statement gives other amounts
+    _session(
+        acme, fake_ollama, "progress-zh",
+        [("我生日那天买了个吹风机，积分怎么才加了六百多",
+          "按生日当月2倍积分应得一千三百分。系统目前只到账了六百五十分，双倍的部分还没补发，会在确认收货后7天内补发剩下的六百五十分。")],
+    )  # fmt: skip
+    between = _said_at(acme, "还没补发")
+    _session(
+        acme, fake_ollama, "progress-zh",
+        [("生日那个双倍积分补了吗", "已经补发了。生日订单剩下的六百五十分已于4月2日到账，您目前积分两千九百六十分。")],
+    )  # fmt: skip
+
+    # then the "not yet" is no longer current, the done is; asked as of before the change, the "not yet" was
+    results = _recall(acme, "progress-zh", "生日那单的双倍积分补发了没有？")
+    assert any("已经补发" in c for c in _current(results)), results
+    assert not any("还没补发" in c for c in _current(results)), results
+    assert any("还没补发" in c for c in _contents(_recall(acme, "progress-zh", "双倍积分补发了没有？", between)))
+    prompt = _next_prompt(acme, fake_ollama, "progress-zh", "双倍积分到账了吗？")
+    assert "还没补发" not in _as_current(prompt), prompt
+
+
+def test_an_act_done_for_something_else_leaves_the_pending_one_current(acme, fake_ollama):
+    # given an order not yet shipped, then an invoice issued: another act and another matter
+    _session(acme, fake_ollama, "progress-other-zh", [("我的订单发了吗", "您的订单还没发货，仓库正在备货。")])
+    _session(acme, fake_ollama, "progress-other-zh", [("发票呢", "您的发票已经开好了，请查收邮箱。")])
+
+    # then the order is still not shipped
+    results = _recall(acme, "progress-other-zh", "我的订单发货了没有？")
+    assert any("还没发货" in c for c in _current(results)), results

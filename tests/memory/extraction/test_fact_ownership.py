@@ -822,3 +822,21 @@ def test_home_and_workplace_are_told_apart(text: str, role: str, expected: dict[
         if fact.key in ("address", "work_address", "contact_address"):
             found.setdefault(fact.key, []).append(fact.value)
     assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("要是我电话没接 就打我女儿的 她叫李静 138 1122 0487", "13811220487"),  # to be called instead
+        ("好，她叫许丽，电话 186 2155 7340，寄出了让她给你们打电话", "18621557340"),  # she sends it
+        ("孙悦，还有我老公周文博，他电话 138 6718 2034，我们可能会晚到，他开车过去", "13867182034"),  # goes along
+        ("哦对了，昨天我弟的电话说错了，是 186 0010 4792，最后两位反了", "18600104792"),  # corrects a part given before
+    ],
+)
+def test_a_contact_with_a_part_in_the_service_is_kept(text: str, value: str) -> None:
+    assert [fact.value for fact in facts(text).get("contact_phone", [])] == [value]
+
+
+def test_a_part_the_agent_cannot_give_keeps_no_contact() -> None:
+    text = "您提供的号码 13300008899 是您孩子老师的，我们不能代为联系，回访电话还是需要账户本人接听哦。"
+    assert "contact_phone" not in facts(text, role="assistant")
