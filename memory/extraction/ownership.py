@@ -452,7 +452,7 @@ def _pronoun_for_a_courier(text: str, start: int, found: Ownership) -> Ownership
 #: Someone takes a part in the service: receives, collects or signs for what is sent, or is to be called instead.
 _DESIGNATION = re.compile(
     r"寄给|寄到|寄往|寄出|送给|送到|发给|发到|邮寄|配送|派送|转交|收件|收货|代收|代签|代取|签收|取件|取货|提货|自提|领取|"
-    r"接收|接听|联系人|在家|(?:电话|号码)留|留(?:他|她)|我们|一起|同行|陪|"
+    r"接收|接听|联系人|在家|(?:电话|号码)留|留(?:他|她)|"
     r"(?:联系|打给?|找|通知|call|contact|text|ring|reach)\s*"
     r"(?:他|她|him|her|我的?(?:" + _RELATIVES_ZH + r"|[妈爸哥姐弟妹]))|"
     r"(?i:(?<![A-Za-z])(?:deliver(?:s|ed|y|ing)?|send(?:s|ing)?|sent|ship(?:s|ped|ping)?|post(?:ed)?|mail(?:ed)?|"
@@ -482,7 +482,7 @@ _CORRECTS = re.compile(
 def designates_contact(text: str) -> bool:
     """The message gives someone a part in the service: they receive, collect or sign for what is sent, or are
     to be called instead (「寄给我妈，她电话…」, "my neighbour will sign for it, he's on …", 「要是我电话没接就打我
-    女儿的」), or go along (「我们可能会晚到，他开车过去」), and the part is not taken back. A correction
+    女儿的」), and the part is not taken back. A correction
     (「昨天我弟的电话说错了，是…」) corrects a part given before. A child's teacher's, a landlord's or a
     colleague's number mentioned for another reason gives the customer's memory nothing to act on, so no contact
     is kept for it."""
