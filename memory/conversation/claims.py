@@ -102,7 +102,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 #: Counts: a number and what it counts. Chinese: a measure word (「4个人」, 「两晚」, 「3张」); English: the noun after
 #: the number ("6 people", "2 nights").
 _COUNT_ZH = re.compile(
-    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟))"
+    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟))"
 )
 _COUNT_EN = re.compile(
     rf"(?i)\b(?P<n>{_EN_NUMBER})[ -](?:(?:more|extra|adult|single|double|twin)\s+)?(?P<m>[a-z]{{3,}})\b"

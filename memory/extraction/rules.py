@@ -308,6 +308,16 @@ _NAME_SIGNED_EN = re.compile(
     r"(?:(?i:it's|it’s|this is)\s+(?P<w>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2})(?=[\s,.!;]|$)"
     r"|(?P<u>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2}(?=\s+(?i:speaking|here)(?![A-Za-z]))|[A-Z][a-z]+(?=\s+speaking\b)))"
 )
+# The customer pasting their own signature: the first line under the announcement that is a name ("Pasting my own
+# signature so you have everything:\n\nHannah Cole\nSenior Analyst", 「我把我的邮件签名贴给你：\n李婉清\n…」).
+_OWN_SIGNATURE = re.compile(
+    r"(?:(?i:\bmy\s+(?:own\s+)?(?:e-?mail\s+)?signature\b)|我(?:自己)?的(?:邮件)?签名)[^\n]*[:：]\s*\n\s*(?P<v>[^\n]{2,40}?)\s*(?:\n|$)"
+)
+# A name corrected in quotes: 「姓名由“张小雯”更正为“张晓雯”」 — the corrected one is the name.
+_NAME_CORRECTED_ZH = re.compile(
+    r"(?:姓名|名字)[^，。；\n]{0,6}?由?\s*[“\"「](?P<old>[\u4e00-\u9fff]{2,4})[”\"」]\s*(?:更正|改|修改|变更)(?:为|成)\s*"
+    r"[“\"「](?P<v>[\u4e00-\u9fff]{2,4})[”\"」]"
+)
 _SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name) is)\s+(?P<v>[A-Z][a-z]+)" + _Z)
 _NOT_NAMES_EN = frozenset(
     "Fine Good Okay Ok Sorry Here Back Not Happy Glad Just So Very Really Sure Done Ready Afraid Calling Looking "
@@ -514,6 +524,7 @@ def _extract_names(state: _Extraction) -> None:
         _extract_name_intros(state, _NAME_AGENT_ZH, ((_NAME_AGENT_EN, ""),))
         for match in _NAME_READBACK_EN.finditer(state.text):
             _add_english_name(state, match.start("v"), match.end("v"), owner_checked=True)
+        _extract_corrected_name(state)
         addressed = _NAME_ADDRESSED_ZH.match(state.text)
         if addressed and is_chinese_name(name := addressed.group("v")) and state.free(*addressed.span("v")):
             state.add(_Found(addressed.start("v"), addressed.end("v"), "name", name, {"name": name}))
@@ -521,6 +532,15 @@ def _extract_names(state: _Extraction) -> None:
     for match in _NAME_SIGNED_EN.finditer(state.text):
         group = next(name for name in ("v", "w", "u") if match.group(name))
         _add_english_name(state, match.start(group), match.end(group), owner_checked=False)
+    _extract_corrected_name(state)
+    signature = _OWN_SIGNATURE.search(state.text)
+    if signature:
+        start, end = signature.span("v")
+        line = signature.group("v")
+        if re.fullmatch(_FULL_NAME, line) and " " in line:
+            _add_english_name(state, start, end, owner_checked=True)  # "my own signature" says whose
+        elif is_chinese_name(line) and state.free(start, end):
+            state.add(_Found(start, end, "name", line, {"name": line}))
     for match in _NAME_SURNAME_ZH.finditer(state.text):
         surname = match.group("v")
         surname = surname if surname in SURNAMES else surname[:1]
@@ -536,6 +556,19 @@ def _extract_names(state: _Extraction) -> None:
                 )
             )
     _extract_name_intros(state, _NAME_INTRO_ZH, ((_SURNAME_EN, "surname"), (_NAME_EN, "")))
+
+
+def _extract_corrected_name(state: _Extraction) -> None:
+    """「已将实名信息中的姓名由“张小雯”更正为“张晓雯”」: the corrected name, when the sentence is about the customer
+    (the customer's own words, or the agent's with 您 or 实名)."""
+    for match in _NAME_CORRECTED_ZH.finditer(state.text):
+        name = match.group("v")
+        sentence = state.text[max(0, match.start() - 20) : match.end()]
+        if not is_chinese_name(name) or not state.free(*match.span("v")):
+            continue
+        if state.role == "user" or re.search(r"您|实名", sentence):
+            state.claimed.append(match.span("old"))  # the name it corrects is nobody's now
+            state.add(_Found(match.start("v"), match.end("v"), "name", name, {"name": name}))
 
 
 def _add_english_name(state: _Extraction, start: int, end: int, *, owner_checked: bool) -> None:

@@ -523,3 +523,17 @@ def test_an_act_done_for_something_else_leaves_the_pending_one_current(acme, fak
     # then the order is still not shipped
     results = _recall(acme, "progress-other-zh", "我的订单发货了没有？")
     assert any("还没发货" in c for c in _current(results)), results
+
+
+def test_a_chinese_duration_asked_for_again_replaces_the_first(acme, fake_ollama):
+    # 「能玩0.5小时 - 1小时的地方」, later asked as a question 「有能玩3小时 - 4小时的地方吗」: hours are counted, and a
+    # question giving a range is a request
+    _session(
+        acme, fake_ollama, "hours-zh",
+        [("你好，给我找一个能玩0.5小时 - 1小时的地方。", "为您推荐北京海洋馆。"),
+         ("附近有吃饭的地方吗", "附近有全聚德。"),
+         ("在这些周边的景点当中，有能玩3小时 - 4小时的地方吗，评分咋样？", "颐和园可以玩3小时 - 4小时，评分4.7分。")],
+    )  # fmt: skip
+    results = _recall(acme, "hours-zh", "我后来想找的景点要玩多长时间？")
+    assert any("3小时 - 4小时" in c for c in _current(results)[:2]), _contents(results)
+    assert not any("0.5小时 - 1小时" in c for c in _current(results)), results

@@ -464,6 +464,9 @@ def test_a_street_name_without_a_number_is_no_address() -> None:
         ("I've confirmed the account holder as Kenji Tanaka and unlocked it.", "assistant", "Kenji Tanaka"),
         ("Thanks, Ms. Kowalski — I've found the booking under Marta Kowalski.", "assistant", "Marta Kowalski"),
         ("周明轩先生您好，已为您重新安排燃气表检修。", "assistant", "周明轩"),
+        ("Pasting my own signature so you have everything:\n\nHannah Cole\nSenior Analyst", "user", "Hannah Cole"),
+        ("我把我的邮件签名贴给你：\n李婉清\n市场部经理", "user", "李婉清"),
+        ("已将实名信息中的姓名由“张小雯”更正为“张晓雯”，请您再核对一下。", "assistant", "张晓雯"),
     ],
 )
 def test_the_customers_name_said_as_people_say_it(text: str, role: str, value: str) -> None:
