@@ -167,9 +167,12 @@ _TRACKING_KEYWORD = re.compile(
 _TRACKING_BARE = re.compile(_A + r"(?P<v>(?:SF|YT|ZTO|STO|YD|JT|EMS)\d{9,15}|1Z[0-9A-Z]{16})" + _Z)
 _ORDER = re.compile(
     r"(?:订单号|订单编号|订单|(?<![" + _CJK + r"])单号|(?<=[的我您你个那这])单号|"
-    r"(?<![A-Za-z])order(?:\s*(?:number|no\.?|#|id|code))?)" + _SEP + _CODE,
+    r"(?<![A-Za-z])orders?(?:\s*(?:numbers?|no\.?|#|ids?|codes?))?(?:\s*,)?)" + _SEP + _CODE,
     re.IGNORECASE,
 )
+# More codes of the same shape joined to the one just read: 「20261101009871 和 20261102004456」, "#US-55012 and
+# #US-55019".
+_AND_CODE = re.compile(r"\s*(?:和|与|及|、|,|，|and|&)\s*" + _CODE, re.IGNORECASE)
 _COUPON = re.compile(
     r"(?:优惠券|优惠码|折扣码|券码|兑换码|红包码|(?<![A-Za-z])(?:coupon(?:\s*code)?|promo(?:tion)?\s*code|"
     r"discount\s*code|voucher(?:\s*code)?))" + _SEP + r"[「“\"']?(?P<v>[A-Z0-9][A-Za-z0-9_-]{3,29})" + _Z,
@@ -383,6 +386,23 @@ def _extract_codes(state: _Extraction) -> None:
                 state.claimed.append((start, end))  # 「订单号格式如 TB1234567890」, a friend's order
                 continue
             state.add(_Found(start, end, key, value.upper() if key == "tracking_number" else value, {key: value}))
+            if key == "order_id":
+                _add_joined_codes(state, end, value)
+
+
+def _shape(code: str) -> str:
+    """A code's shape: letters as A, digits as 9, the rest as written (US-55012 → AA-99999)."""
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", code))
+
+
+def _add_joined_codes(state: _Extraction, end: int, first: str) -> None:
+    """Order ids joined to the one read at ``text[:end]`` that have its shape: the same order key."""
+    while (joined := _AND_CODE.match(state.text, end)) is not None:
+        value = joined.group("v")
+        start, end = joined.span("v")
+        if _shape(value) != _shape(first) or not state.free(start, end):
+            return
+        state.add(_Found(start, end, "order_id", value, {"order_id": value}))
 
 
 def _extract_coupons(state: _Extraction) -> None:
@@ -743,9 +763,8 @@ def extract_facts(
 
 
 #: Keys a person holds one value of at a time, so two nearly equal values of one in a message are a slip and its fix.
-_SINGLE_VALUED = frozenset(
-    {"phone", "email", "address", "name", "order_id", "contact_phone", "contact_address", "work_address"}
-)
+#: Not order ids: a customer's two orders are often numbered one after the other.
+_SINGLE_VALUED = frozenset({"phone", "email", "address", "name", "contact_phone", "contact_address", "work_address"})
 #: How alike two values must be to be one value mistyped (a digit changed, two swapped, a letter missing).
 _SLIP_RATIO = 0.8
 

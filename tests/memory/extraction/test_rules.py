@@ -483,3 +483,24 @@ def test_the_customers_name_said_as_people_say_it(text: str, role: str, value: s
 )
 def test_words_that_only_look_like_a_name_give_none(text: str, role: str) -> None:
     assert [fact for fact in extract_facts(text, role=role) if fact.key == "name"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "values"),
+    [
+        (
+            "Both of your orders, #US-55012 and #US-55019, have been merged into one shipment.",
+            "assistant",
+            ["US-55012", "US-55019"],
+        ),
+        (
+            "您名下一共有两笔待处理订单：20261101009871 和 20261102004456，请问要退的是哪一笔呢？",
+            "assistant",
+            ["20261101009871", "20261102004456"],
+        ),
+        ("I've now pulled up the order, 2026-1101-737.", "assistant", ["2026-1101-737"]),
+    ],
+)
+def test_every_order_named_is_kept_even_when_numbered_one_after_the_other(text: str, role: str, values: list[str]):
+    # two orders a digit apart are two orders, not a slip and its fix
+    assert [fact.value for fact in extract_facts(text, role=role) if fact.key == "order_id"] == values
