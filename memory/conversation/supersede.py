@@ -183,7 +183,8 @@ def judge(
     # conversation that was settling it.
     # Nearby counts for a brief follow-up only: a long statement a few messages later is as likely another
     # matter's (a membership's expiry after a birthday).
-    same_matter = (nearby and is_brief(new)) or masked_similarity(old, new) >= SAME_WORDS
+    alike = masked_similarity(old, new)
+    same_matter = (nearby and is_brief(new)) or alike >= SAME_WORDS
     old_attrs, new_attrs = old.attrs, new.attrs
     changed, labelled_attrs = set(), set()
     for attr, values in new_attrs.items():
@@ -213,7 +214,7 @@ def judge(
         return Verdict(attrs, superseded=whole, terms=terms, labelled=frozenset(labelled_attrs))
     if old.subjects and names_all and not old.values and not new.values and similarity >= SAME_THING:
         return Verdict(frozenset({"status"}), superseded=True)  # a later state of the same thing
-    if (names_all or not old.subjects) and masked_similarity(old, new) >= PROGRESS_WORDS and progressed(old, new):
+    if (names_all or not old.subjects) and alike >= PROGRESS_WORDS and progressed(old, new):
         return Verdict(frozenset({"status"}), superseded=True)  # what was not done yet is done now
     return None
 

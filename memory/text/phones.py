@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import phonenumbers
 from phonenumbers import Leniency, NumberParseException, PhoneNumberMatcher, PhoneNumberType
 
+from memory.text.language import has_cjk
+
 __all__ = ["DEFAULT_REGIONS", "PhoneMatch", "find_phones", "is_hotline", "written_forms"]
 
 #: Regions whose national way of writing a number is read when the deployment names none.
@@ -53,7 +55,6 @@ _PHONE_WORD = re.compile(
 )
 # Fewer digits are a local number without its area code ("555-0100") or a number's last digits ("ending 5521").
 _NATIONAL_DIGITS = 9
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _CN_HOTLINE = re.compile(r"^(?:[48]00\d{7}|95\d{3,4}|1[01]\d{3})$")
 _NANP_TOLL_FREE = re.compile(r"^1?(?:800|833|844|855|866|877|888)\d{7}$")
 _HOTLINE_TYPES = frozenset(
@@ -129,7 +130,7 @@ def find_phones(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS) -> list[P
         found.append(PhoneMatch(match.start(), match.end(), value, value))
     national = _national(text, regions)
     read_nationally = {(phone.start, phone.end) for phone in national if phone.valid}
-    latin = not _CJK.search(text)
+    latin = not has_cjk(text)
     for match in _CN_LANDLINE.finditer(text):
         if latin and match.span("v") in read_nationally:
             continue  # "020 7946 0321" in an English message is London's, not Guangzhou's
@@ -166,6 +167,8 @@ def _without_trunk_zero(written: str, region: str) -> bool:
 
 def _national(text: str, regions: tuple[str, ...]) -> list[PhoneMatch]:
     """Numbers written the national way of ``regions``, each once, in E.164 (see the module's docstring)."""
+    if sum(char.isdigit() for char in text) < _NATIONAL_DIGITS:
+        return []  # no number is there to find: spare the matcher, the costliest part of reading a message
     spans: dict[tuple[int, int], list[phonenumbers.PhoneNumber]] = {}
     for region in regions:
         for match in PhoneNumberMatcher(text, region, leniency=Leniency.POSSIBLE):
