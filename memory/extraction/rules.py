@@ -464,10 +464,9 @@ def _extract_addresses(state: _Extraction) -> None:
         skip = lead.end() if lead else 0
         skip += _address_opening(match.group("v")[skip:])
         candidate = match.group("v")[skip:]
+        # 「…1104 你们上次送到隔壁单元」: an address names no one; 「… 和家庭地址 …」 starts another
         pronoun = _PRONOUN_ZH.search(candidate)
-        if (
-            pronoun
-        ):  # 「…11栋1104 你们上次送到隔壁单元」: an address names no one, and 「… 和家庭地址 …」 starts another
+        if pronoun:
             candidate = candidate[: pronoun.start()]
         tail = _ADDRESS_TAIL.match(candidate)
         if not tail:
@@ -546,8 +545,8 @@ def _extract_names(state: _Extraction) -> None:
             _add_english_name(state, match.start("v"), match.end("v"), owner_checked=True)
         _extract_corrected_name(state)
         addressed = _NAME_ADDRESSED_ZH.match(state.text)
-        if addressed and is_chinese_name(name := addressed.group("v")) and state.free(*addressed.span("v")):
-            state.add(_Found(addressed.start("v"), addressed.end("v"), "name", name, {"name": name}))
+        if addressed:
+            _add_chinese_name(state, *addressed.span("v"))
         return
     for match in _NAME_SIGNED_EN.finditer(state.text):
         group = next(name for name in ("v", "w", "u") if match.group(name))
@@ -559,8 +558,8 @@ def _extract_names(state: _Extraction) -> None:
         line = signature.group("v")
         if re.fullmatch(_FULL_NAME, line) and " " in line:
             _add_english_name(state, start, end, owner_checked=True)  # "my own signature" says whose
-        elif is_chinese_name(line) and state.free(start, end):
-            state.add(_Found(start, end, "name", line, {"name": line}))
+        else:
+            _add_chinese_name(state, start, end)
     for match in _NAME_SURNAME_ZH.finditer(state.text):
         surname = match.group("v")
         surname = surname if surname in SURNAMES else surname[:1]
@@ -582,13 +581,18 @@ def _extract_corrected_name(state: _Extraction) -> None:
     """「已将实名信息中的姓名由“张小雯”更正为“张晓雯”」: the corrected name, when the sentence is about the customer
     (the customer's own words, or the agent's with 您 or 实名)."""
     for match in _NAME_CORRECTED_ZH.finditer(state.text):
-        name = match.group("v")
         sentence = state.text[max(0, match.start() - 20) : match.end()]
-        if not is_chinese_name(name) or not state.free(*match.span("v")):
-            continue
-        if state.role == "user" or re.search(r"您|实名", sentence):
+        if (state.role == "user" or re.search(r"您|实名", sentence)) and _add_chinese_name(state, *match.span("v")):
             state.claimed.append(match.span("old"))  # the name it corrects is nobody's now
-            state.add(_Found(match.start("v"), match.end("v"), "name", name, {"name": name}))
+
+
+def _add_chinese_name(state: _Extraction, start: int, end: int) -> bool:
+    """Keep ``text[start:end]`` as the user's name when it is a Chinese name not read already; whether it was."""
+    name = state.text[start:end]
+    if not is_chinese_name(name) or not state.free(start, end):
+        return False
+    state.add(_Found(start, end, "name", name, {"name": name}))
+    return True
 
 
 def _add_english_name(state: _Extraction, start: int, end: int, *, owner_checked: bool) -> None:
