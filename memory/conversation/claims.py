@@ -104,6 +104,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 _COUNT_ZH = re.compile(
     rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟))"
 )
+#: What follows 「十分」 when it is the adverb "very" (「十分感谢」, 「十分满意」) rather than ten points
+#: (「评分是十分」, 「打了十分，」): a word, not the end of the clause or a particle.
+_ADVERB_SHIFEN = re.compile(r"[\u4e00-\u9fff](?<![的了呢吧啊呀嘛])")
 _COUNT_EN = re.compile(
     rf"(?i)\b(?P<n>{_EN_NUMBER})[ -](?:(?:more|extra|adult|single|double|twin)\s+)?(?P<m>[a-z]{{3,}})\b"
 )
@@ -336,6 +339,8 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
         n = raw_n if re.fullmatch(r"\d+(?:\.\d+)?", raw_n) else _number(raw_n)
         if n is None or (m.group("m") == "个" and str(n) == "1"):
             continue  # 「找一个…」: an article, not a count
+        if raw_n == "十" and m.group("m") == "分" and _ADVERB_SHIFEN.match(text, m.end()):
+            continue  # 「十分感谢」: the adverb "very", one word, not ten points
         measure = _COUNT_MEASURES_ZH.get(m.group("m"), m.group("m"))
         taken.append(m.span())
         out.append(Value("count", f"count:{measure}", m.group(0), str(n), m.start(), m.end()))
@@ -466,7 +471,14 @@ def label_of(claim: Claim, value: Value) -> frozenset[str]:
     价格; "a budget of ⟨money⟩" → budget), as Chinese character pairs and English content words. Two values of
     one kind with a label in common give the same attribute (a ticket's price twice); a card's limit and its
     bill, both amounts, share none."""
-    before = claim.text[: value.start]
+    # A label lies between the value before this one and this one, when words stand there: 「门票100-150元能玩3小时」
+    # labels the hours 能玩, not 门票 (the amount's). "a table for 2 on Saturday" has none between: the words before
+    # both label both.
+    start = max((v.end for v in claim.values if v.end <= value.start), default=0)
+    return _label(claim.text[start : value.start]) or _label(claim.text[: value.start])
+
+
+def _label(before: str) -> frozenset[str]:
     clause = _CLAUSE_END.split(before)[-1] if _CLAUSE_END.search(before) else before
     clause = _MASK_TOKEN.sub(" ", clause)
     pairs = _pairs("".join(re.findall(r"[\u4e00-\u9fff]", clause[-LABEL_CHARACTERS * 2 :]))[-LABEL_CHARACTERS:])
@@ -495,8 +507,16 @@ def masked_similarity(a: Claim, b: Claim) -> float:
 
 
 _ASKS_COUNT_EN = re.compile(r"(?i)\bhow\s+many\s+(?P<m>[a-z]+)|\bnumber\s+of\s+(?P<m2>[a-z]+)")
-_ASKS_COUNT_ZH = re.compile(r"(?:几|多少)\s*(?P<m>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟))")
+_ASKS_COUNT_ZH = re.compile(
+    r"(?:几|多少)\s*个?(?P<m>小时|分钟)|(?:几|多少)\s*(?P<m2>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟))"
+)
 _ASKS = (
+    # how long: a duration is a count of hours, minutes or days (「能玩3小时 - 4小时」, "2 nights"; an English
+    # count of hours is a clock time, not a count)
+    (
+        {"count:小时", "count:分钟", "count:天", "count:day", "count:night", "count:week"},
+        re.compile(r"多长时间|多久|多长|(?i:\bhow\s+long\b)"),
+    ),
     (
         {"date", "weekday"},
         re.compile(
@@ -506,7 +526,9 @@ _ASKS = (
     ({"time"}, re.compile(r"几点|什么时间|时间|(?i:\bwhat\s+time\b|\bwhen\b)")),
     (
         {"money"},
-        re.compile(r"多少钱|价格|费用|价钱|多少元|金额|(?i:\bhow\s+much\b|\bprice\b|\bcost\b|\bfee\b|\bfare\b)"),
+        re.compile(
+            r"多少钱|价格|价位|费用|价钱|多少元|金额|人均|(?i:\bhow\s+much\b|\bprice\b|\bcost\b|\bfee\b|\bfare\b)"
+        ),
     ),
     ({"phone"}, re.compile(r"电话|手机|号码|(?i:\bphone\b|\bnumber\b)")),
     ({"email"}, re.compile(r"邮箱|邮件|(?i:\be-?mail\b)")),
@@ -524,7 +546,8 @@ def asked_attrs(question: str) -> set[str]:
         noun = (m.group("m") or m.group("m2") or "").lower()
         out.add("count:" + _COUNT_NOUNS_EN.get(noun, noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun))
     for m in _ASKS_COUNT_ZH.finditer(question):
-        out.add("count:" + _COUNT_MEASURES_ZH.get(m.group("m"), m.group("m")))
+        measure = m.group("m") or m.group("m2")
+        out.add("count:" + _COUNT_MEASURES_ZH.get(measure, measure))
     for attrs, pattern in _ASKS:
         if pattern.search(question):
             out |= attrs

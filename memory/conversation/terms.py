@@ -126,6 +126,25 @@ def _not_choices(masked: str) -> frozenset[str]:
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 
 
+#: A Chinese indefinite noun phrase's opening: a classifier, with or without 「一」, not after a demonstrative, an
+#: interrogative or another numeral (「找一家…的店」, 「找个…的景点」, not 「这家」, 「哪个」, 「两个」).
+_INDEFINITE_ZH = re.compile(r"(?<![这那哪每某几两三四五六七八九十\d])一?[个家间座处](?![人月])")
+
+
+def states_choice_zh(text: str) -> bool:
+    """Whether a Chinese question states a choice of the customer's: a clause of it that does not ask (no
+    interrogative pronoun) opens an indefinite noun phrase holding a choice — 「我想找个票价免费的景点游玩，你能给我
+    推荐一个吗？」, 「找一家有印度咖喱锅底的店吃饭，有合适的么？」 make a request put as a question; 「这个酒店提供
+    wifi吗？」 (definite) and 「地址在哪？」 ask for something."""
+    for clause in re.split(r"[，。！？；,!?;]", _MASK.sub("，", text)):
+        opening = _INDEFINITE_ZH.search(clause)
+        if opening is None or _ASKS_ZH.search(clause):
+            continue
+        if zh_terms(clause[opening.end() :]):
+            return True
+    return False
+
+
 def states_choice(text: str) -> bool:
     """Whether an English question states a choice of the customer's: a sentence of it that is not a wh-question
     ("what about" and "how about" propose, they do not ask) holds a content word that is not a verb and not a
@@ -238,6 +257,29 @@ def zh_terms(
     return {t: frozenset(a) for t, a in out.items()}
 
 
+#: Chinese interrogative pronouns, a closed class: a clause holding one asks for a value (「这家酒店的地址是在哪？」,
+#: 「人均消费是多少？」, 「电话是啥？」) and the words it names are what is asked about, not a choice.
+_ASKS_ZH = re.compile(r"哪|什么|啥|多少|几[点时个天号位家]|怎么|怎样|如何|谁|何时|为何")
+
+
+def _asked_only(tokens: list[tuple[str, str]], shared: frozenset[str]) -> frozenset[str]:
+    """The choices of a statement said only in clauses that ask (an interrogative pronoun): 「该酒店的价格是多少钱」
+    names 价格 to ask for it. A choice also said in a clause that does not ask stays one."""
+    asking: list[tuple[str, str]] = []
+    other: list[tuple[str, str]] = []
+    clause: list[tuple[str, str]] = []
+    for token in [*tokens, ("。", "x")]:
+        if token[1] == "x" and token[0] not in "（）()":
+            (asking if _ASKS_ZH.search("".join(w for w, _ in clause)) else other).extend([*clause, ("，", "x")])
+            clause = []
+        else:
+            clause.append(token)
+    if not asking:
+        return frozenset()
+    kept = zh_terms("", shared, other) if other else {}
+    return frozenset(t for t in zh_terms("", shared, asking) if t not in kept)
+
+
 def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
     """Chinese choices of the older statement that one of the newer takes the place of: a phrase that went and
     one that came in the same frame, each the other's only best by frames shared (「想吃黄桥烧饼」, later
@@ -246,8 +288,8 @@ def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
     old_tokens, new_tokens = _zh_tokens(old_masked), _zh_tokens(new_masked)
     shared = frozenset(w for w, _ in old_tokens) & frozenset(w for w, _ in new_tokens)
     old, new = zh_terms(old_masked, shared, old_tokens), zh_terms(new_masked, shared, new_tokens)
-    gone = {t: f for t, f in old.items() if t not in new}
-    came = {t: f for t, f in new.items() if t not in old}
+    gone = {t: f for t, f in old.items() if t not in new and t not in _asked_only(old_tokens, shared)}
+    came = {t: f for t, f in new.items() if t not in old and t not in _asked_only(new_tokens, shared)}
     # each pair by the frames it shares; a pair counts when it is the best of both its phrases, alone
     shares = {(u, w): len(fu & fw) for u, fu in gone.items() for w, fw in came.items() if fu & fw}
     out = []
@@ -323,7 +365,27 @@ def replaced(
     return chinese + _latin_replaced(old_masked, new_masked, model, none_of)
 
 
+#: An English sentence that opens as a question does (a wh-word or an auxiliary first).
+_ASKS_EN = re.compile(
+    r"^\W*(?i:what|when|where|who|whom|which|why|how|is|are|was|were|do|does|did|can|could|may|might|will|would|"
+    r"shall|should|have|has)\b"
+)
+
+
+def _choosing(masked: str) -> str:
+    """The sentences of a masked statement that may make a choice: those that ask for something ("May I have their
+    postcode, address and phone number?", "Which one has tables available?") name what they ask about, and are
+    left out; a request put as a question ("How about a museum?", ``states_choice``) stays."""
+    kept = []
+    for sentence in _SENTENCE.findall(masked):
+        asks = sentence.rstrip().endswith("?") or bool(_ASKS_EN.search(sentence))
+        if not asks or states_choice(sentence):
+            kept.append(sentence)
+    return " ".join(kept)
+
+
 def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: frozenset[str]) -> list[tuple[str, str]]:
+    old_masked, new_masked = _choosing(old_masked), _choosing(new_masked)
     old, new = _latin_terms(old_masked), _latin_terms(new_masked)
     if not old or not new:
         return []
@@ -341,7 +403,9 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     framed = np.array(
         [[bool(old_frames.get(u, frozenset()) & new_frames.get(w, frozenset())) for w in came] for u in gone]
     )
-    # One word gone and one come: the revision changed one slot, and the frame is the whole statement.
+    # One word gone and one come, the rest said in both: the revision changed one slot, and the frame is the
+    # whole statement. Two statements with nothing in common are not one statement revised ("Let's try a
+    # college", then "That is all for today!").
     framed |= len(gone) == 1 and len(came) == 1
     framed |= np.array([[u in none_of] * len(came) for u in gone], dtype=bool)
     fits = (alike < SYNONYM) & ((alike >= SAME_KIND) | (framed & (alike >= FRAMED_KIND)))

@@ -45,7 +45,7 @@ from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
 from memory.conversation.claims import claim_of
 from memory.conversation.supersede import about_data, supersede_older, validity_seconds
-from memory.conversation.terms import states_choice
+from memory.conversation.terms import states_choice, states_choice_zh
 from memory.embeddings import models as embeddings
 from memory.extraction.rules import extract_facts
 from memory.models import MAX_CONTENT, MemoryType
@@ -313,7 +313,7 @@ def _states_request(content: str, now: datetime) -> bool:
     (「有没有4.5分以上的餐馆？」, 「最低价格700-800元的经济型酒店吗？」, 「有能玩3小时 - 4小时的地方吗」); a question
     that merely names a number (「又要等5天啊 那这几天我衣服怎么洗」) still asks."""
     if has_cjk(content):
-        return bool(_CRITERION.search(content)) and bool(claim_of(content, now).values)
+        return (bool(_CRITERION.search(content)) and bool(claim_of(content, now).values)) or states_choice_zh(content)
     return states_choice(content)
 
 

@@ -76,3 +76,21 @@ def test_a_unit_records_the_current_state_facts_it_states():
     [other] = message_units("我想问问怎么换货？", "user", NOW)
     assert other.facts == {}
     assert other.question
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        # an indefinite thing sought, in a clause that asks nothing: a request put as a question
+        ("我想找个票价免费的景点游玩，你能给我推荐一个吗？", False),
+        ("我晚上想找一家有印度咖喱锅底的店吃饭，有合适的么？", False),
+        # a definite thing, or a clause with an interrogative pronoun: it asks
+        ("这个酒店提供收费停车位吗？", True),
+        ("这家酒店的地址是在哪？", True),
+        ("知道哪个酒店适合我吗？", True),
+        ("我的快递到了吗？", True),
+    ],
+)
+def test_a_chinese_request_put_as_a_question_is_not_a_question(text, question):
+    [unit] = message_units(text, "user", NOW)
+    assert unit.question is question

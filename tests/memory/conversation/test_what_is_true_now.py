@@ -408,6 +408,19 @@ def test_asking_for_a_detail_does_not_replace_the_choice(globex, fake_ollama):
     assert any("museum?" in c for c in _current(results)), results
 
 
+def test_a_question_asking_which_one_replaces_no_choice(globex, fake_ollama):
+    # "Which one has tables available …?" asks about the restaurants found: its words ("tables") are what it asks
+    # about, and do not take the place of the price range chosen just before
+    _session(
+        globex, fake_ollama, "which-one-en",
+        [("I need a restaurant in the centre.", "There are many. Do you have a price range in mind?"),
+         ("It should also be moderate priced.", "I have found 2 restaurants, The Varsity or Bloomsbury."),
+         ("Which one has tables available for 3 people at 15:00 on Friday?", "The Varsity has a table then.")],
+    )  # fmt: skip
+    results = _recall(globex, "which-one-en", "What price range did I want for the restaurant?")
+    assert "It should also be moderate priced." in _current(results), results
+
+
 def test_a_request_put_as_a_question_is_what_the_customer_wanted(globex, fake_ollama):
     # "How about British food instead?" asks nothing the agent answers with a fact: it is the customer's choice
     _session(
@@ -455,6 +468,29 @@ def test_a_dish_the_customer_replaces_is_no_longer_what_they_want(acme, fake_oll
     assert any("黄桥烧饼" in c for c in _current(earlier)), earlier
     prompt = _next_prompt(acme, fake_ollama, "dish-zh", "我后来想吃的是哪道菜？")
     assert "since changed 黄桥烧饼 → 雪碧" in prompt, prompt
+
+
+def test_asking_about_the_chosen_place_replaces_no_choice(acme, fake_ollama):
+    # 「这家酒店的地址是在哪？」 names 地址 to ask for it, in the frame of the request's 「酒店住宿」: a clause with an
+    # interrogative pronoun asks for a value, it does not choose anything
+    _session(
+        acme, fake_ollama, "asks-zh",
+        [("你好，我想找一家评分4.5分以上、提供wifi服务的酒店住宿，给推荐一家吧。", "为您推荐北京首都宾馆，评分4.6分。"),
+         ("这家酒店的地址是在哪？", "地址是在北京东城区前门东大街3号。")],
+    )  # fmt: skip
+    results = _recall(acme, "asks-zh", "我要求酒店提供什么设施？")
+    assert any("wifi" in c for c in _current(results)), results
+
+
+def test_very_grateful_is_not_ten_points(acme, fake_ollama):
+    # 「十分感谢」 is the adverb "very": it gives the rating asked for no new value
+    _session(
+        acme, fake_ollama, "shifen-zh",
+        [("帮我推荐一个门票免费、评分5分的景点。", "为您推荐景山公园，评分5分。"),
+         ("十分感谢你的建议。", "不客气。")],
+    )  # fmt: skip
+    results = _recall(acme, "shifen-zh", "我想找的景点评分是多少？")
+    assert any("评分5分的景点" in c for c in _current(results)), results
 
 
 # --- a second request on the same matter, with another value of a labelled attribute ---------------------------
@@ -537,3 +573,18 @@ def test_a_chinese_duration_asked_for_again_replaces_the_first(acme, fake_ollama
     results = _recall(acme, "hours-zh", "我后来想找的景点要玩多长时间？")
     assert any("3小时 - 4小时" in c for c in _current(results)[:2]), _contents(results)
     assert not any("0.5小时 - 1小时" in c for c in _current(results)), results
+
+
+def test_how_long_asks_for_a_duration_changed_in_part(acme, fake_ollama):
+    # the first request gives a ticket price and a duration; the second another duration only: asked "how long",
+    # the first is stale; asked its ticket price, it is still what the customer wants
+    _session(
+        acme, fake_ollama, "how-long-zh",
+        [("帮我找一个门票100-150元能玩3小时的景点。", "为您推荐北京海洋馆。"),
+         ("在这些周边的景点里，有能玩2小时 - 4小时的吗？", "颐和园可以玩2小时 - 4小时。")],
+    )  # fmt: skip
+    results = _recall(acme, "how-long-zh", "我后来想找的景点要玩多长时间？")
+    assert any("2小时 - 4小时" in c for c in _current(results)), _contents(results)
+    assert not any("能玩3小时的景点" in c for c in _current(results)), results
+    priced = _recall(acme, "how-long-zh", "我要的景点门票是什么价位？")
+    assert any("100-150元" in c for c in _current(priced)), priced
