@@ -399,8 +399,14 @@ def _replacing(
     # What the agent said there was none of, just before this statement: (when, terms). A message's place in its
     # session orders the two parties' words (a reply's units may be stored at the moment of the request's).
     refusals = [(_said(e), refused_terms(claims.of(e).masked)) for e in earlier if e.role == "assistant" and e.nearby]
+    session = matters.session_of(unit.pk)
+    chinese = has_cjk(claim.masked)
     for e in earlier:
-        if e.role != "user" or not e.nearby or (named and matter not in named):
+        # Chinese choices are paired by frame, not by word vectors: the customer's own earlier request in the
+        # session, however far back, is revised by a later one in the same frame (「我想吃枣糕牛舌饼」, many turns
+        # later 「给我找一个可以吃胡同菜的餐馆」).
+        close = e.nearby or (chinese and session is not None and e.session_id == session and has_cjk(e.content))
+        if e.role != "user" or not close or (named and matter not in named):
             continue
         matters.note(e, unit.embedding_model)
         if matters.of(e.id) != matter:
@@ -451,6 +457,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
         matter = matters.of(unit.pk)
         named = named_domains(unit.content)
         replacing = _replacing(unit, claim, candidates.get(unit.pk, []), matters, matter, named, claims)
+        chinese = has_cjk(claim.masked)  # Chinese choices change across a whole session (``_replacing``)
         for earlier in candidates.get(unit.pk, []):
             matters.note(earlier, unit.embedding_model)
             other = matters.of(earlier.id)
@@ -464,7 +471,8 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
                 continue
             old_claim = claims.of(earlier)
             terms = []
-            if replacing and nearby and matter == other:
+            same_session = earlier.session_id is not None and earlier.session_id == matters.session_of(unit.pk)
+            if replacing and matter == other and (nearby or (chinese and same_session)):
                 terms = [
                     (u, w)
                     for u, w in replacing.items()

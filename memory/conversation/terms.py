@@ -203,6 +203,9 @@ _ZH_NOMINAL = ("n", "b", "k", "vn")
 _ZH_SKIP = ("u", "m", "q", "r", "p", "c", "y", "e", "o", "x", "w", "eng", "d")
 
 
+#: A verb's complements of result and aspect, a closed class: 「能吃到肉末烧饼」 and 「能吃三鲜包子」 are one frame.
+_ZH_COMPLEMENTS = frozenset({"到", "完", "上", "过", "着", "了"})
+
 #: Words too common to frame a choice: the copula and "have" (「额度是…」, 「账单是…」 are not one slot).
 _ZH_WEAK = frozenset({"是", "有", "在", "要", "请"})
 
@@ -228,11 +231,13 @@ def zh_terms(
     def frame(k: int, step: int) -> str | None:
         while 0 <= k < len(tokens):
             word, flag = tokens[k]
-            if flag.startswith(_ZH_SKIP) or not has_cjk(word) or word in _ZH_WEAK:
+            if flag.startswith(_ZH_SKIP) or not has_cjk(word) or word in _ZH_WEAK or word in _ZH_COMPLEMENTS:
                 if flag == "x" and word not in "（）()":
                     return None  # a clause ends: no frame across it
                 k += step
                 continue
+            if flag.startswith("v") and len(word) == 2 and word[1] in _ZH_COMPLEMENTS:
+                return word[0]  # 「吃到」 frames as 「吃」 does
             return word
         return None
 

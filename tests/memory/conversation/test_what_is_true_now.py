@@ -493,6 +493,36 @@ def test_very_grateful_is_not_ten_points(acme, fake_ollama):
     assert any("评分5分的景点" in c for c in _current(results)), results
 
 
+def test_a_dish_eaten_with_a_complement_is_replaced_in_the_same_frame(acme, fake_ollama):
+    # 「能吃到肉末烧饼」 then 「能吃三鲜包子」: 吃到 frames as 吃 (a complement of result)
+    _session(
+        acme, fake_ollama, "complement-zh",
+        [("帮我找一个人均消费50-100元、能吃到肉末烧饼的餐馆。", "没有这样的餐馆，推荐您去满福楼。"),
+         ("那能再帮我找一个能吃三鲜包子，评分4.5分以上的餐馆吗？", "推荐您去庆丰包子铺。")],
+    )  # fmt: skip
+    results = _recall(acme, "complement-zh", "我后来想吃的是哪道菜？")
+    assert any("三鲜包子" in c for c in _current(results)), results
+    assert not any("肉末烧饼" in c for c in _current(results)), results
+
+
+def test_a_dish_replaced_much_later_in_the_session_is_no_longer_wanted(acme, fake_ollama):
+    # the customer's first wish and its revision many turns later, with a hotel discussed in between
+    _session(
+        acme, fake_ollama, "far-dish-zh",
+        [("我想吃枣糕牛舌饼，给我推荐一个人均消费是50-100元的餐馆好吗？", "推荐您去北京稻香村，评分4分。"),
+         ("北京稻香村的地址在哪？", "在兴禾路12号。"),
+         ("周边有酒店吗？", "周边有北京梧桐树酒店。"),
+         ("这家酒店多少钱一晚？", "价格是250元。"),
+         ("酒店有wifi吗？", "有的，公共区域提供wifi。"),
+         ("好的，酒店的电话是多少？", "电话是01067055578。"),
+         ("谢谢，我先记下来。", "不客气。"),
+         ("那给我找一个可以吃胡同菜的餐馆吧，人均消费在50-100元的。", "推荐您去利群烤鸭店。")],
+    )  # fmt: skip
+    results = _recall(acme, "far-dish-zh", "我后来想吃的是哪道菜？")
+    assert any("胡同菜" in c for c in _current(results)), results
+    assert not any("枣糕牛舌饼" in c for c in _current(results)), results
+
+
 # --- a second request on the same matter, with another value of a labelled attribute ---------------------------
 
 
