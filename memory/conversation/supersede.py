@@ -38,7 +38,7 @@ import numpy as np
 from django.db import connection
 
 from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity
-from memory.conversation.terms import MAX_TERMS, terms_of
+from memory.conversation.terms import MAX_TERMS, stem, terms_of
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
@@ -226,14 +226,38 @@ _PENDING_ZH = re.compile(r"(?:还没有?|尚未|暂未|还未|未能|未|没有?
 _DONE_ZH = re.compile(r"已经?(?:于[^，。；！？]{0,12}?)?(?:被|给您|为您)?(?P<act>[\u4e00-\u9fff]{2})")
 
 
+#: English: an act not done yet ("hasn't been refunded", "has not arrived yet", "still isn't fixed", "didn't
+#: arrive", "is yet to be shipped"), and the same act done ("has been refunded", "has now arrived", "was shipped",
+#: "is fixed now"). The markers are the perfect, the passive and their negation, a closed class; the act is the
+#: verb after them, compared by its stem (refunded, refund).
+_PENDING_EN = re.compile(
+    r"(?i)\b(?:(?:has|have|had|is|are|was|were|did|does|do)(?:n't|\s+not)|never|not\s+yet|yet\s+to)"
+    r"(?:\s+(?:yet|still|even|been|be|get|got|being))*\s+(?P<act>[a-z]{3,})\b"
+)
+_DONE_EN = re.compile(
+    r"(?i)\b(?:has|have|had|is|are|was|were|got)(?!n't)(?:\s+(?:now|already|just|finally|successfully|been))*"
+    r"\s+(?P<act>[a-z]{3,}(?:ed|en))\b"
+)
+
+
+def _acts(pattern: re.Pattern[str], masked: str) -> set[str]:
+    return {stem(m.group("act").lower()) for m in pattern.finditer(masked)}
+
+
 def progressed(old: Claim, new: Claim) -> bool:
     """``old`` says an act is not done yet and ``new`` that the same act is done, and says it of nothing still
-    pending: 「双倍的部分还没补发」, later 「已经补发了」. Chinese only (an English reading of aspect is not built)."""
-    if not (has_cjk(old.masked) and has_cjk(new.masked)):
+    pending: 「双倍的部分还没补发」, later 「已经补发了」; "my refund hasn't been processed yet", later "your refund has
+    been processed"."""
+    if has_cjk(old.masked) and has_cjk(new.masked):
+        pending = {m.group("act") for m in _PENDING_ZH.finditer(old.masked)}
+        done = {m.group("act") for m in _DONE_ZH.finditer(new.masked)}
+        still = {m.group("act") for m in _PENDING_ZH.finditer(new.masked)}
+    elif not (has_cjk(old.masked) or has_cjk(new.masked)):
+        pending = _acts(_PENDING_EN, old.masked)
+        still = _acts(_PENDING_EN, new.masked)
+        done = _acts(_DONE_EN, _PENDING_EN.sub(" ", new.masked))  # "hasn't been refunded" is not "been refunded"
+    else:
         return False
-    pending = {m.group("act") for m in _PENDING_ZH.finditer(old.masked)}
-    done = {m.group("act") for m in _DONE_ZH.finditer(new.masked)}
-    still = {m.group("act") for m in _PENDING_ZH.finditer(new.masked)}
     return bool(pending & done) and not (pending & done & still)
 
 

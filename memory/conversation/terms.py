@@ -106,8 +106,13 @@ def _not_choices(masked: str) -> frozenset[str]:
             while j < len(tagged) and tagged[j][1].startswith(("JJ", "NN")):
                 asked.add(tagged[j][0])
                 j += 1
-                # "the address and phone number": a noun joined to the phrase is asked too
-                if j + 1 < len(tagged) and tagged[j][1] == "CC" and tagged[j + 1][1].startswith(("JJ", "NN")):
+                # "the address and phone number", "their postcode, address and phone number": a noun joined to
+                # the phrase, by a conjunction or in a list, is asked too
+                while (
+                    j + 1 < len(tagged)
+                    and tagged[j][1] in ("CC", ",")
+                    and tagged[j + 1][1].startswith(("JJ", "NN", "CC"))
+                ):
                     j += 1
                 # "the restaurant's address": the possessive goes on to what it owns
                 while j < len(tagged) and (tagged[j][1] == "POS" or tagged[j][0] == "s" and tagged[j - 1][1] == "POS"):
@@ -115,7 +120,15 @@ def _not_choices(masked: str) -> frozenset[str]:
             if j > i + 1:
                 i = j
                 continue
-        if tag.startswith(("VB", "MD", "UH")) or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN")):
+        after = tagged[i + 1] if i + 1 < len(tagged) else ("", "")
+        # A word with an object right after it is a verb, whatever the tagger says of it: "book me a table",
+        # "book the room", "book it for Monday" (a noun is not followed by "me", "it" or "the").
+        governs = tag.startswith("NN") and (after[0] in _OBJECT_PRONOUNS or after[1] == "DT")
+        if (
+            tag.startswith(("VB", "MD", "UH"))
+            or governs
+            or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN"))
+        ):
             verbs.add(word)
         else:
             choices.add(word)
@@ -124,6 +137,7 @@ def _not_choices(masked: str) -> frozenset[str]:
 
 
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+_OBJECT_PRONOUNS = frozenset({"me", "it", "us", "them", "him", "her"})
 
 
 #: A Chinese indefinite noun phrase's opening: a classifier, with or without 「一」, not after a demonstrative, an
@@ -177,6 +191,11 @@ def _stemmer() -> Any:
 
 def _stem(word: str) -> str:
     return str(_stemmer().stem(word))
+
+
+def stem(word: str) -> str:
+    """An English word's Snowball stem ("refunded", "refund" → "refund")."""
+    return _stem(word)
 
 
 def terms_of(masked: str) -> frozenset[str]:
@@ -424,5 +443,5 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
 
 __all__ = [
     "FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND",
-    "refused", "replaced", "states_choice", "terms_of", "word_vectors",
+    "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
 ]  # fmt: skip

@@ -421,6 +421,19 @@ def test_a_question_asking_which_one_replaces_no_choice(globex, fake_ollama):
     assert "It should also be moderate priced." in _current(results), results
 
 
+def test_booking_the_choice_or_asking_for_a_list_of_details_replaces_nothing(globex, fake_ollama):
+    # "book me a table" books (a word with an object is a verb, whatever the tagger says); "their postcode, phone
+    # number, and address" is one definite list asked about: neither replaces the cuisine or the area chosen
+    _session(
+        globex, fake_ollama, "book-en",
+        [("I need a cheap Chinese place in the centre.", "Golden House is a cheap Chinese restaurant there."),
+         ("Yes, book me a table for 2 on Saturday at 19:45.", "Done, your reference number is 2K1P6FTA."),
+         ("Can you give me their postcode, phone number, and address?", "CB2 1EA, 01842753771, 12 Lensfield Road.")],
+    )  # fmt: skip
+    results = _recall(globex, "book-en", "What kind of food did I want at the restaurant?")
+    assert "I need a cheap Chinese place in the centre." in _current(results), results
+
+
 def test_a_request_put_as_a_question_is_what_the_customer_wanted(globex, fake_ollama):
     # "How about British food instead?" asks nothing the agent answers with a fact: it is the customer's choice
     _session(
@@ -579,6 +592,39 @@ def test_what_was_not_done_yet_and_is_done_now_is_no_longer_current(acme, fake_o
     assert any("还没补发" in c for c in _contents(_recall(acme, "progress-zh", "双倍积分补发了没有？", between)))
     prompt = _next_prompt(acme, fake_ollama, "progress-zh", "双倍积分到账了吗？")
     assert "还没补发" not in _as_current(prompt), prompt
+
+
+def test_a_refund_not_processed_yet_and_processed_now_is_no_longer_current(globex, fake_ollama):
+    # given the agent said the refund was not processed yet, and a week later that it has been — no id
+    _session(
+        globex, fake_ollama, "progress-en",
+        [("Where is my refund for the blue jacket?",
+          "I can see your return arrived, but the refund for the blue jacket hasn't been processed yet.")],
+    )  # fmt: skip
+    between = _said_at(globex, "hasn't been processed")
+    _session(
+        globex, fake_ollama, "progress-en",
+        [("Any news on the jacket refund?", "Good news: the refund for the blue jacket has been processed today.")],
+    )  # fmt: skip
+
+    # then the "not yet" is no longer current, the done is; asked as of before, the "not yet" was
+    results = _recall(globex, "progress-en", "Has the refund for my blue jacket been processed?")
+    assert any("has been processed" in c for c in _current(results)), results
+    assert not any("hasn't been processed" in c for c in _current(results)), results
+    earlier = _recall(globex, "progress-en", "Has the refund for my blue jacket been processed?", between)
+    assert any("hasn't been processed" in c for c in _current(earlier)), earlier
+    prompt = _next_prompt(globex, fake_ollama, "progress-en", "Is my jacket refund done?")
+    assert "hasn't been processed" not in _as_current(prompt), prompt
+
+
+def test_an_english_act_done_for_something_else_leaves_the_pending_one_current(globex, fake_ollama):
+    # given an order not shipped yet, then an invoice sent: another act and another matter
+    _session(globex, fake_ollama, "progress-other-en", [("Has my order shipped?", "Your order hasn't shipped yet.")])
+    _session(globex, fake_ollama, "progress-other-en", [("And the invoice?", "Your invoice has been emailed.")])
+
+    # then the order is still not shipped
+    results = _recall(globex, "progress-other-en", "Has my order shipped yet?")
+    assert any("hasn't shipped" in c for c in _current(results)), results
 
 
 def test_an_act_done_for_something_else_leaves_the_pending_one_current(acme, fake_ollama):
