@@ -389,27 +389,7 @@ def replaced(
     return chinese + _latin_replaced(old_masked, new_masked, model, none_of)
 
 
-#: An English sentence that opens as a question does (a wh-word or an auxiliary first).
-_ASKS_EN = re.compile(
-    r"^\W*(?i:what|when|where|who|whom|which|why|how|is|are|was|were|do|does|did|can|could|may|might|will|would|"
-    r"shall|should|have|has)\b"
-)
-
-
-def _choosing(masked: str) -> str:
-    """The sentences of a masked statement that may make a choice: those that ask for something ("May I have their
-    postcode, address and phone number?", "Which one has tables available?") name what they ask about, and are
-    left out; a request put as a question ("How about a museum?", ``states_choice``) stays."""
-    kept = []
-    for sentence in _SENTENCE.findall(masked):
-        asks = sentence.rstrip().endswith("?") or bool(_ASKS_EN.search(sentence))
-        if not asks or states_choice(sentence):
-            kept.append(sentence)
-    return " ".join(kept)
-
-
 def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: frozenset[str]) -> list[tuple[str, str]]:
-    old_masked, new_masked = _choosing(old_masked), _choosing(new_masked)
     old, new = _latin_terms(old_masked), _latin_terms(new_masked)
     if not old or not new:
         return []

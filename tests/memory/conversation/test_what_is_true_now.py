@@ -408,19 +408,6 @@ def test_asking_for_a_detail_does_not_replace_the_choice(globex, fake_ollama):
     assert any("museum?" in c for c in _current(results)), results
 
 
-def test_a_question_asking_which_one_replaces_no_choice(globex, fake_ollama):
-    # "Which one has tables available …?" asks about the restaurants found: its words ("tables") are what it asks
-    # about, and do not take the place of the price range chosen just before
-    _session(
-        globex, fake_ollama, "which-one-en",
-        [("I need a restaurant in the centre.", "There are many. Do you have a price range in mind?"),
-         ("It should also be moderate priced.", "I have found 2 restaurants, The Varsity or Bloomsbury."),
-         ("Which one has tables available for 3 people at 15:00 on Friday?", "The Varsity has a table then.")],
-    )  # fmt: skip
-    results = _recall(globex, "which-one-en", "What price range did I want for the restaurant?")
-    assert "It should also be moderate priced." in _current(results), results
-
-
 def test_booking_the_choice_or_asking_for_a_list_of_details_replaces_nothing(globex, fake_ollama):
     # "book me a table" books (a word with an object is a verb, whatever the tagger says); "their postcode, phone
     # number, and address" is one definite list asked about: neither replaces the cuisine or the area chosen
