@@ -189,13 +189,9 @@ def _stemmer() -> Any:
     return SnowballStemmer("english")
 
 
-def _stem(word: str) -> str:
-    return str(_stemmer().stem(word))
-
-
 def stem(word: str) -> str:
     """An English word's Snowball stem ("refunded", "refund" → "refund")."""
-    return _stem(word)
+    return str(_stemmer().stem(word))
 
 
 def terms_of(masked: str) -> frozenset[str]:
@@ -210,7 +206,7 @@ def _latin_terms(masked: str) -> frozenset[str]:
     stop = _stop_words()
     words = (_POSSESSIVE.sub("", w.lower()) for w in _LATIN_WORD.findall(_MASK.sub(" ", masked)))
     return frozenset(
-        w for w in words if len(w) >= 3 and w not in stop and _stem(w) not in stop and not _VERB_FORM.search(w)
+        w for w in words if len(w) >= 3 and w not in stop and stem(w) not in stop and not _VERB_FORM.search(w)
     )
 
 
@@ -312,8 +308,9 @@ def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
     old_tokens, new_tokens = _zh_tokens(old_masked), _zh_tokens(new_masked)
     shared = frozenset(w for w, _ in old_tokens) & frozenset(w for w, _ in new_tokens)
     old, new = zh_terms(old_masked, shared, old_tokens), zh_terms(new_masked, shared, new_tokens)
-    gone = {t: f for t, f in old.items() if t not in new and t not in _asked_only(old_tokens, shared)}
-    came = {t: f for t, f in new.items() if t not in old and t not in _asked_only(new_tokens, shared)}
+    old_asked, new_asked = _asked_only(old_tokens, shared), _asked_only(new_tokens, shared)
+    gone = {t: f for t, f in old.items() if t not in new and t not in old_asked}
+    came = {t: f for t, f in new.items() if t not in old and t not in new_asked}
     # each pair by the frames it shares; a pair counts when it is the best of both its phrases, alone
     shares = {(u, w): len(fu & fw) for u, fu in gone.items() for w, fw in came.items() if fu & fw}
     out = []
@@ -353,14 +350,14 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     side ("a cheap Panasian *place*", "*serves* Polynesian food", "the expensive *price* range")."""
     stop = _stop_words()
     content = [w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" , ", masked))]
-    content = [w for w in content if w not in stop and _stem(w) not in stop]
+    content = [w for w in content if w not in stop and stem(w) not in stop]
     out: dict[str, set[str]] = {}
     for i, word in enumerate(content):
         around = out.setdefault(word, set())
         if i > 0:
-            around.add("<" + _stem(content[i - 1]))
+            around.add("<" + stem(content[i - 1]))
         if i + 1 < len(content):
-            around.add(">" + _stem(content[i + 1]))
+            around.add(">" + stem(content[i + 1]))
     return {w: frozenset(a) for w, a in out.items()}
 
 
@@ -394,7 +391,7 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     if not old or not new:
         return []
     old, new = old - _not_choices(old_masked), new - _not_choices(new_masked)
-    stems = {w: _stem(w) for w in old | new}
+    stems = {w: stem(w) for w in old | new}
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.
     gone = sorted(w for w in old - new if stems[w] not in kept_new)
@@ -407,9 +404,7 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     framed = np.array(
         [[bool(old_frames.get(u, frozenset()) & new_frames.get(w, frozenset())) for w in came] for u in gone]
     )
-    # One word gone and one come, the rest said in both: the revision changed one slot, and the frame is the
-    # whole statement. Two statements with nothing in common are not one statement revised ("Let's try a
-    # college", then "That is all for today!").
+    # One word gone and one come: the revision changed one slot, and the frame is the whole statement.
     framed |= len(gone) == 1 and len(came) == 1
     framed |= np.array([[u in none_of] * len(came) for u in gone], dtype=bool)
     fits = (alike < SYNONYM) & ((alike >= SAME_KIND) | (framed & (alike >= FRAMED_KIND)))
