@@ -116,6 +116,8 @@ _COUNT_NOUNS_EN = {"person": "people", "persons": "people", "guests": "people", 
                    "rooms": "room", "room": "room", "seats": "seat", "seat": "seat", "weeks": "week", "week": "week",
                    "items": "item", "item": "item", "bags": "bag", "bag": "bag", "children": "child",
                    "kids": "child"}  # fmt: skip
+#: The English words that name what a count counts ("people", "nights", "tickets"): an attribute, never a choice.
+COUNTED_WORDS_EN = frozenset(_COUNT_NOUNS_EN)
 _COUNT_MEASURES_ZH = {
     "个人": "人",
     "位": "人",

@@ -45,7 +45,7 @@ from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
 from memory.text.language import has_cjk
-from memory.topics.domains import classify, named_domains
+from memory.topics.domains import classify, leaning, named_domains
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,10 @@ SAME_THING = 0.4
 #: Masked texts overlapping at least this much (Dice) are about one act when one says it is not done yet and
 #: the other that it is done: lower than ``SAME_WORDS``, for the later statement adds what it came to.
 PROGRESS_WORDS = 0.3
+#: How many messages back the agent's "there is none of X" frames the customer's choice as X's replacement: the
+#: reply just before it. Further back, a customer's booking details and farewells were paired with the refused
+#: choice (fitted on MultiWOZ's fit half).
+REFUSAL_REACH = 1
 #: A unit whose own words show no matter (domain) takes the last one shown in its session this many messages back.
 CONTEXT = 6
 
@@ -347,6 +351,7 @@ class _Matters:
 
     def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
         self._own: dict[Any, str | None] = {}
+        self._no_matter: set[Any] = set()
         self._at: dict[Any, list[tuple[int, Any]]] = {}  # session → [(seq, unit id)]
         self._where: dict[Any, tuple[Any, int]] = {}
         messages = [u.source_message_id for u in new if u.source_message_id]
@@ -362,12 +367,23 @@ class _Matters:
             return
         guess = classify(_vector(vector), model) if vector is not None else None
         self._own[unit_id] = guess.domain if guess else None
+        if guess is not None and guess.no_matter:
+            self._no_matter.add(unit_id)
         if session_id is not None and seq is not None:
             self._at.setdefault(session_id, []).append((seq, unit_id))
             self._where[unit_id] = (session_id, seq)
 
     def note(self, earlier: _Earlier, model: str) -> None:
         self._note(earlier.id, earlier.session_id, earlier.seq, earlier.vector, model)
+
+    def names_none(self, unit_id: Any) -> bool:
+        """Whether a unit's own words name no matter at all: thanks, a farewell, "that is all for today"."""
+        return unit_id in self._no_matter
+
+    def seq_of(self, unit_id: Any) -> int | None:
+        """A unit's message's place in its session, if known."""
+        where = self._where.get(unit_id)
+        return where[1] if where else None
 
     def session_of(self, unit_id: Any) -> Any:
         """The session a unit was said in, if known."""
@@ -414,15 +430,22 @@ def _replacing(
     own revision of their request counts (the agent's reply names a venue, its street, its phone: other words,
     not another choice); once found, it changes every unit of the matter said in between that names the old term
     (the agent's "no Panasian restaurants in the south")."""
-    if unit.source_role != "user" or matter is None:
+    # Thanks and farewells ("That is all for today!", "Thank you goodbye") choose nothing, whatever their words.
+    if unit.source_role != "user" or matter is None or matters.names_none(unit.pk):
         return {}
     new_terms = terms_of(claim.masked)
     if not new_terms:
         return {}
     out: dict[str, str] = {}
-    # What the agent said there was none of, just before this statement: (when, terms). A message's place in its
-    # session orders the two parties' words (a reply's units may be stored at the moment of the request's).
-    refusals = [(_said(e), refused_terms(claims.of(e).masked)) for e in earlier if e.role == "assistant" and e.nearby]
+    # What the agent said there was none of in the reply just before this statement: (when, terms). The customer's
+    # next request answers that refusal; a later one answers whatever was said in between. A message's place in
+    # its session orders the two parties' words (a reply's units may be stored at the moment of the request's).
+    seq = matters.seq_of(unit.pk)
+    refusals = [
+        (_said(e), refused_terms(claims.of(e).masked))
+        for e in earlier
+        if e.role == "assistant" and e.nearby and seq is not None and e.seq is not None and e.seq >= seq - REFUSAL_REACH
+    ]
     session = matters.session_of(unit.pk)
     chinese = has_cjk(claim.masked)
     for e in earlier:
@@ -437,8 +460,17 @@ def _replacing(
             continue
         none_of = frozenset().union(*(terms for at, terms in refusals if at > _said(e)))
         for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model, none_of):
+            if _other_matters(old_term, new_term):
+                continue  # 「餐馆」 then 「酒店」: a second matter asked about, not another choice in the first
             out.setdefault(old_term, new_term)
     return out
+
+
+def _other_matters(old_term: str, new_term: str) -> bool:
+    """Whether two terms lean to different matters (``memory.topics.domains.leaning``): a restaurant and a
+    hotel are not two choices of one kind."""
+    old, new = leaning(old_term), leaning(new_term)
+    return bool(old and new and old.isdisjoint(new))
 
 
 def _said(unit: _Earlier) -> tuple[int, datetime]:

@@ -4,8 +4,9 @@ about a cheap Chinese place?" just after asking for "a cheap Panasian place" rep
 the same kind, and keeps the rest.
 
 A **term** is a content word of a statement: a word of letters that is not a function word or a common verb
-(sumy's English stop-word list), and not part of a value (the masked text is read). Two statements of the same
-matter said close together, where a term of the newer takes the place of a term of the older, change that term:
+(sumy's English stop-word list), not what a count counts ("people", "nights": ``claims``), and not part of a
+value (the masked text is read). Two statements of the same matter said close together, where a term of the
+newer takes the place of a term of the older, change that term:
 the pair is the one each word finds nearest in the other statement, and at least ``SAME_KIND`` alike by word
 vectors (co-hyponyms — two cuisines, two areas, two price levels — are; a cuisine and "restaurant" are less).
 
@@ -20,11 +21,12 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
 
+from memory.conversation.claims import COUNTED_WORDS_EN
 from memory.embeddings import models as embeddings
 from memory.text.language import has_cjk, pos_cut
 
@@ -44,7 +46,8 @@ CACHE_SIZE = 20_000
 
 _MASK = re.compile(r"⟨\w+⟩")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
-_POSSESSIVE = re.compile(r"'s$")
+#: A possessive or a contraction's ending: "Kettle's", "that'll", "we'd" are read by the word before it.
+_POSSESSIVE = re.compile(r"(?:'(?:s|ll|d|re|ve|m)|n't)$")
 #: Participles ("leaving", "booked") describe what is done, not a choice made.
 _VERB_FORM = re.compile(r"(?:ing|ed)$")
 
@@ -82,16 +85,40 @@ _CONTRACTIONS = (
 _DEFINITE = frozenset({"the", "their", "its", "his", "her", "your", "our", "my", "this", "that", "these", "those"})
 
 
+@lru_cache(maxsize=4096)
+def _tagged(masked: str) -> tuple[tuple[str, str], ...]:
+    """A masked statement's words with their Penn tags (a value reads as "it"; contractions spelled out). Each
+    statement is compared with many: tagged once."""
+    text = _MASK.sub(" it ", masked)
+    for pattern, spelled in _CONTRACTIONS:
+        text = pattern.sub(spelled, text)
+    return tuple((str(w), str(t)) for w, t in _tagger().tag(text))
+
+
+def _word_classes(masked: str) -> dict[str, frozenset[str]]:
+    """Each word's classes in a statement: "N" a noun, "J" an adjective (lower-cased words)."""
+    out: dict[str, set[str]] = {}
+    for word, tag in _tagged(masked):
+        if tag.startswith(("NN", "JJ")):
+            out.setdefault(_POSSESSIVE.sub("", word.lower()), set()).add(tag[0])
+    return {w: frozenset(c) for w, c in out.items()}
+
+
+#: Prepositions of place and direction, and "about" ("how about the north"), a closed class: a definite phrase after
+#: one names a place chosen.
+_PLACING = frozenset(
+    {"in", "at", "on", "near", "around", "about", "to", "from", "into", "towards", "toward", "by", "inside", "outside",
+     "within", "across", "along", "behind", "beside", "between"}
+)  # fmt: skip
+
+
 def _not_choices(masked: str) -> frozenset[str]:
     """Words of a statement that cannot be a choice it makes, by their part of speech in it (the Pattern tagger):
     a verb ("leave", "travel", "to *book*"), a modal or an interjection; and a word of a definite noun phrase that
     is not a preposition's object ("What is *the address*?", "Can I get *their postcode*?", "Is *the museum*
     free?"): it asks about a thing already found. A place named after a preposition ("in *the south*", "how
     about *the north*") is a choice."""
-    text = _MASK.sub(" it ", masked)
-    for pattern, spelled in _CONTRACTIONS:
-        text = pattern.sub(spelled, text)
-    raw = _tagger().tag(text)
+    raw = _tagged(masked)
     tagged = [(w.lower(), tag) for w, tag in raw]
     verbs: set[str] = set()
     choices: set[str] = set()
@@ -100,8 +127,9 @@ def _not_choices(masked: str) -> frozenset[str]:
     while i < len(tagged):
         word, tag = tagged[i]
         before = tagged[i - 1] if i > 0 else ("", "")
-        # "like" is the tagger's preposition in "I would like the address" too: only a true one names a place.
-        if word in _DEFINITE and tag in ("DT", "PRP$") and (before[1] not in ("IN", "TO") or before[0] == "like"):
+        # A place is named after a preposition of place or direction ("in the south", "how about the north"); "with
+        # the phone number" and "like the address" (the tagger's preposition in "I would like") ask for a thing.
+        if word in _DEFINITE and tag in ("DT", "PRP$") and (before[1] not in ("IN", "TO") or before[0] not in _PLACING):
             j = i + 1
             while j < len(tagged) and tagged[j][1].startswith(("JJ", "NN")):
                 asked.add(tagged[j][0])
@@ -205,8 +233,15 @@ def terms_of(masked: str) -> frozenset[str]:
 def _latin_terms(masked: str) -> frozenset[str]:
     stop = _stop_words()
     words = (_POSSESSIVE.sub("", w.lower()) for w in _LATIN_WORD.findall(_MASK.sub(" ", masked)))
+    # What a count counts ("people", "nights", "tickets") is the attribute of a value, not a choice.
     return frozenset(
-        w for w in words if len(w) >= 3 and w not in stop and stem(w) not in stop and not _VERB_FORM.search(w)
+        w
+        for w in words
+        if len(w) >= 3
+        and w not in stop
+        and w not in COUNTED_WORDS_EN
+        and stem(w) not in stop
+        and not _VERB_FORM.search(w)
     )
 
 
@@ -366,9 +401,15 @@ _NONE = re.compile(r"(?i)\b(?:no|not|none|nothing|cannot|unable|unfortunately|so
 
 
 def refused(masked: str) -> frozenset[str]:
-    """The terms a reply says there is none of ("Sorry, there are no Afghan restaurants in the centre" →
-    afghan, restaurants, centre): empty when it has no word of negation."""
-    return terms_of(masked) if _NONE.search(masked) else frozenset()
+    """The terms a reply says there is none of: those after a word of negation in its sentence ("Sorry, there
+    are no Afghan restaurants in the centre." → afghan, restaurants, centre; not the words of the sentences
+    around it, nor "hours" in "Their hours are not listed"). Empty when it has no word of negation."""
+    out: set[str] = set()
+    for sentence in _SENTENCE.findall(masked):
+        negation = _NONE.search(sentence)
+        if negation is not None:
+            out |= terms_of(sentence[negation.end() :])
+    return frozenset(out)
 
 
 def replaced(
@@ -404,8 +445,13 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     framed = np.array(
         [[bool(old_frames.get(u, frozenset()) & new_frames.get(w, frozenset())) for w in came] for u in gone]
     )
-    # One word gone and one come: the revision changed one slot, and the frame is the whole statement.
-    framed |= len(gone) == 1 and len(came) == 1
+    # One word gone and one come, of one word class (two nouns, two adjectives): the revision changed one slot,
+    # and the frame is the whole statement. A noun for an adjective is another slot ("in the east", later
+    # "cheap"), or no choice at all ("a train", later "that sounds great").
+    if len(gone) == 1 and len(came) == 1:
+        framed |= bool(
+            _word_classes(old_masked).get(gone[0], frozenset()) & _word_classes(new_masked).get(came[0], frozenset())
+        )
     framed |= np.array([[u in none_of] * len(came) for u in gone], dtype=bool)
     fits = (alike < SYNONYM) & ((alike >= SAME_KIND) | (framed & (alike >= FRAMED_KIND)))
     score = np.where(fits, alike + framed, -1.0)  # a framed pair before an unframed one

@@ -36,7 +36,7 @@ import numpy as np
 from memory.embeddings import models as embeddings
 from memory.text.language import segment
 
-__all__ = ["DomainGuess", "NONE", "classify", "domain_bank", "named_domains", "warm_up"]
+__all__ = ["DomainGuess", "NONE", "classify", "domain_bank", "leaning", "named_domains", "warm_up"]
 
 DATA_DIR = Path(__file__).with_name("data")
 SOURCES = ("woz_domains.json", "service_domains.json")
@@ -50,6 +50,10 @@ MIN_SIMILARITY = 0.45
 #: (「酒店」, "taxi", 「话费」); attributes that every domain has (「电话」, "postcode", "people") name none.
 MIN_NAMING_COUNT = 3
 MIN_NAMING_SHARE = 0.85
+#: A word *leans* to a domain when at least ``MIN_NAMING_COUNT`` examples hold it and this share of them are that
+#: domain's (「餐馆」 restaurant, 「酒店」 hotel, "museum" attraction): weaker evidence than naming, enough to tell
+#: two words of different matters apart.
+MIN_LEANING_SHARE = 0.6
 #: Models that read English only: the Chinese examples are not embedded for them.
 _ENGLISH_ONLY = frozenset({embeddings.DEFAULT_MODEL})
 
@@ -65,6 +69,11 @@ class DomainGuess:
     share: float
     similarity: float
     likely: str | None = None
+
+    @property
+    def no_matter(self) -> bool:
+        """Whether the neighbours agree the message names no matter at all (thanks, a greeting, "that is all")."""
+        return self.likely is None and self.share >= MIN_SHARE
 
 
 @cache
@@ -131,27 +140,39 @@ _DIGIT = re.compile(r"\d")
 
 
 @cache
-def _lexicon() -> dict[str, str]:
-    """Word → the domain it names, counted over the examples (``none`` counts: a word of greetings names nothing).
-    A word with a digit is a value (a time, a price, a count), never the name of a matter."""
+def _counts() -> dict[str, dict[str, int]]:
+    """Word → domain → how many examples of that domain hold it (``none`` included)."""
     texts, labels, _ = _examples()
     counts: dict[str, dict[str, int]] = {}
     for text, label in zip(texts, labels, strict=True):
         for word in _words(text):
             by_label = counts.setdefault(word, {})
             by_label[label] = by_label.get(label, 0) + 1
-    lexicon = {}
-    for word, by_label in counts.items():
-        label, count = max(by_label.items(), key=lambda item: item[1])
-        total = sum(by_label.values())
-        if (
-            label != NONE
-            and count >= MIN_NAMING_COUNT
-            and count / total >= MIN_NAMING_SHARE
-            and not _DIGIT.search(word)
-        ):
-            lexicon[word] = label
-    return lexicon
+    return counts
+
+
+def _leading(word: str, share: float) -> str | None:
+    """The domain holding at least ``share`` of the examples with ``word`` (at least ``MIN_NAMING_COUNT`` of
+    them), never ``none`` and never for a word with a digit; else None."""
+    by_label = _counts().get(word)
+    if not by_label or _DIGIT.search(word):
+        return None
+    label, count = max(by_label.items(), key=lambda item: item[1])
+    if label == NONE or count < MIN_NAMING_COUNT or count / sum(by_label.values()) < share:
+        return None
+    return label
+
+
+def leaning(text: str) -> set[str]:
+    """The domains the words of ``text`` (a word or a phrase) lean to (``MIN_LEANING_SHARE``)."""
+    return {d for w in _words(text) if (d := _leading(w, MIN_LEANING_SHARE)) is not None}
+
+
+@cache
+def _lexicon() -> dict[str, str]:
+    """Word → the domain it names, counted over the examples (``none`` counts: a word of greetings names nothing).
+    A word with a digit is a value (a time, a price, a count), never the name of a matter."""
+    return {w: d for w in _counts() if (d := _leading(w, MIN_NAMING_SHARE)) is not None}
 
 
 def named_domains(text: str) -> set[str]:

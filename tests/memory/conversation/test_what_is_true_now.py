@@ -651,3 +651,40 @@ def test_how_long_asks_for_a_duration_changed_in_part(acme, fake_ollama):
     assert not any("能玩3小时的景点" in c for c in _current(results)), results
     priced = _recall(acme, "how-long-zh", "我要的景点门票是什么价位？")
     assert any("100-150元" in c for c in _current(priced)), priced
+
+
+def test_a_farewell_or_the_bookings_details_replace_no_choice(globex, fake_ollama):
+    # The agent had no Russian place, the customer chose British food; what follows books the table and says
+    # goodbye: "people" and "today" are no cuisine, and the refusal of "Russian" was answered by "British" already
+    _session(
+        globex, fake_ollama, "farewell-en",
+        [("Can you find me an expensive Russian restaurant?",
+          "It looks like there aren't any expensive Russian restaurants in town. Another price range?"),
+         ("No, how about British food?", "There are six British places. Do you prefer a certain part of town?"),
+         ("I would prefer the west.", "I would suggest Graffiti. What day, time and how many people?"),
+         ("The same group of people at 16:15 on the same day.", "Booking was successful, reference UL39KIAD."),
+         ("That is all for today, thank you!", "Have a nice day!")],
+    )  # fmt: skip
+    results = _recall(globex, "farewell-en", "What kind of food did I want at the restaurant?")
+    current = _current(results)
+    assert any("British food" in c for c in current), results
+    assert not any("Russian" in c for c in current), results
+    with tenant_scope(globex.tenant):
+        british = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="how about British food")
+    assert not (british.data or {}).get("changed"), british.data
+
+
+def test_asking_what_is_near_the_chosen_place_keeps_the_dish(acme, fake_ollama):
+    # 「周边有酒店吗」 asks about another matter (a hotel) near the restaurant found, in the frame of 「周边的餐馆」:
+    # 「餐馆」 and 「酒店」 lean to two matters in the domain examples, so the hotel replaces no restaurant
+    _session(
+        acme, fake_ollama, "near-zh",
+        [("在这些周边的餐馆里，能吃到麻辣小龙虾吗，人均50-100元的。", "周边的餐馆里没有，可以推荐您去阿弟仔海鲜。"),
+         ("想吃超级至尊，帮我找个评分4分以上的餐馆。", "推荐您去白兔餐厅(黄村店)。"),
+         ("白兔餐厅(黄村店)的地址在哪，周边有酒店吗？", "地址在黄村镇丽园路，周边的酒店有北京梧桐树酒店。")],
+    )  # fmt: skip
+    results = _recall(acme, "near-zh", "我后来想吃的是哪道菜？")
+    assert any("超级至尊" in c for c in _current(results)), results
+    with tenant_scope(acme.tenant):
+        wanted = MemoryUnit.objects.for_tenant(acme.tenant).get(content__contains="超级至尊")
+    assert "term:餐馆" not in ((wanted.data or {}).get("changed") or {}), wanted.data
