@@ -104,6 +104,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 _COUNT_ZH = re.compile(
     rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟))"
 )
+#: A criterion: a range or a bound of a number (「50-100元」, 「9点到12点」, 「4.5分以上」, 「500元以内」).
+_CRITERION = re.compile(
+    r"\d\s*[^\d\s，。,！？!?]{0,2}\s*(?:[-~～]|到|至)\s*\d|\d[^\d，。,！？!?]{0,3}?(?:以上|以下|以内|之间)"
+)
+
+
+def states_criterion(text: str) -> bool:
+    """Whether ``text`` gives a range or a bound of a number: what is wanted, not what a thing is."""
+    return bool(_CRITERION.search(text))
+
+
 #: What follows 「十分」 when it is the adverb "very" (「十分感谢」, 「十分满意」) rather than ten points
 #: (「评分是十分」, 「打了十分，」): a word, not the end of the clause or a particle.
 _ADVERB_SHIFEN = re.compile(r"[\u4e00-\u9fff](?<![的了呢吧啊呀嘛])")

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity
+from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity, states_criterion
 from memory.conversation.terms import MAX_TERMS, stem, terms_of
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
@@ -524,6 +524,16 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             # before about an unknown matter is not changed by its being near.
             nearby = earlier.nearby and not (named and other not in named)
             if asks_only and not nearby:
+                continue
+            # The agent's words about what it found (「天坛的评分是4.5分，能玩2小时 - 3小时。」) describe a
+            # candidate: they change the customer's criterion (「有能玩3小时 - 4小时的地方吗」) only when they say
+            # they change something.
+            if (
+                unit.source_role != "user"
+                and earlier.role == "user"
+                and not (unit.data or {}).get("update")
+                and states_criterion(earlier.content)
+            ):
                 continue
             old_claim = claims.of(earlier)
             terms = []

@@ -129,7 +129,11 @@ def _not_choices(masked: str) -> frozenset[str]:
         before = tagged[i - 1] if i > 0 else ("", "")
         # A place is named after a preposition of place or direction ("in the south", "how about the north"); "with
         # the phone number" and "like the address" (the tagger's preposition in "I would like") ask for a thing.
-        if word in _DEFINITE and tag in ("DT", "PRP$") and (before[1] not in ("IN", "TO") or before[0] not in _PLACING):
+        # "that" before a noun is a determiner, whatever the tagger says ("for that restaurant": IN).
+        determiner = tag in ("DT", "PRP$") or (
+            word == "that" and i + 1 < len(tagged) and tagged[i + 1][1][:2] in ("NN", "JJ")
+        )
+        if word in _DEFINITE and determiner and (before[1] not in ("IN", "TO") or before[0] not in _PLACING):
             j = i + 1
             while j < len(tagged) and tagged[j][1].startswith(("JJ", "NN")):
                 asked.add(tagged[j][0])

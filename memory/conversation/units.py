@@ -43,7 +43,7 @@ from django.utils import timezone
 from config.db.sql import load_models
 from conversations.access import require_session_id
 from conversations.models import ChatSession, Message
-from memory.conversation.claims import claim_of
+from memory.conversation.claims import claim_of, states_criterion
 from memory.conversation.supersede import about_data, supersede_older, validity_seconds
 from memory.conversation.terms import states_choice, states_choice_zh
 from memory.embeddings import models as embeddings
@@ -301,19 +301,13 @@ class _Unit:
     update: bool = False
 
 
-#: A criterion: a range or a bound of a number (「50-100元」, 「9点到12点」, 「4.5分以上」, 「500元以内」).
-_CRITERION = re.compile(
-    r"\d\s*[^\d\s，。,！？!?]{0,2}\s*(?:[-~～]|到|至)\s*\d|\d[^\d，。,！？!?]{0,3}?(?:以上|以下|以内|之间)"
-)
-
-
 def _states_request(content: str, now: datetime) -> bool:
     """Whether a customer's question makes a request: in English it states a choice
     (``memory.conversation.terms.states_choice``), in Chinese it gives a criterion — a value's range or bound
     (「有没有4.5分以上的餐馆？」, 「最低价格700-800元的经济型酒店吗？」, 「有能玩3小时 - 4小时的地方吗」); a question
     that merely names a number (「又要等5天啊 那这几天我衣服怎么洗」) still asks."""
     if has_cjk(content):
-        return (bool(_CRITERION.search(content)) and bool(claim_of(content, now).values)) or states_choice_zh(content)
+        return (states_criterion(content) and bool(claim_of(content, now).values)) or states_choice_zh(content)
     return states_choice(content)
 
 

@@ -688,3 +688,20 @@ def test_asking_what_is_near_the_chosen_place_keeps_the_dish(acme, fake_ollama):
     with tenant_scope(acme.tenant):
         wanted = MemoryUnit.objects.for_tenant(acme.tenant).get(content__contains="超级至尊")
     assert "term:餐馆" not in ((wanted.data or {}).get("changed") or {}), wanted.data
+
+
+def test_the_agents_description_of_a_venue_leaves_the_customers_criterion_current(acme, fake_ollama):
+    # 「能玩2小时 - 3小时」 is what 天坛 offers, said by the agent; the customer still wants 3 to 4 hours. The agent's
+    # words change a criterion of the customer's only when they say they change something (「已为您改为…」).
+    _session(
+        acme, fake_ollama, "venue-zh",
+        [("在这些周边的景点当中，有能玩3小时 - 4小时的地方吗，评分咋样？",
+          "天坛、大观园、龙潭公园这些景点都可以玩3小时左右。"),
+         ("天坛评分咋样，能玩多久？", "天坛的评分是4.5分，能玩2小时 - 3小时。")],
+    )  # fmt: skip
+    results = _recall(acme, "venue-zh", "我想找的景点要玩多长时间？")
+    assert any("3小时 - 4小时" in c for c in _current(results)), results
+    with tenant_scope(acme.tenant):
+        wanted = MemoryUnit.objects.for_tenant(acme.tenant).get(content__contains="3小时 - 4小时")
+    assert wanted.superseded_at is None, wanted.data
+    assert not (wanted.data or {}).get("changed"), wanted.data
