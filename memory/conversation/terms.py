@@ -116,8 +116,8 @@ def _not_choices(masked: str) -> frozenset[str]:
     """Words of a statement that cannot be a choice it makes, by their part of speech in it (the Pattern tagger):
     a verb ("leave", "travel", "to *book*"), a modal or an interjection; and a word of a definite noun phrase that
     is not a preposition's object ("What is *the address*?", "Can I get *their postcode*?", "Is *the museum*
-    free?"): it asks about a thing already found. A place named after a preposition ("in *the south*", "how
-    about *the north*") is a choice."""
+    free?", "provide me with *the phone number*"): it asks about a thing already found. A place named after a
+    preposition of place or direction (``_PLACING``: "in *the south*", "how about *the north*") is a choice."""
     raw = _tagged(masked)
     tagged = [(w.lower(), tag) for w, tag in raw]
     verbs: set[str] = set()
