@@ -112,7 +112,7 @@ ORDER BY o.created_at DESC LIMIT {NEIGHBOURS}
 # The units of the new units' sessions said up to a few messages before them (and their own message's): where a
 # brief unit's matter is read from (「How about 18:45?」 is about the table the turns before it discussed).
 _SESSION_SQL = f"""
-SELECT o.id, m.session_id, m.seq, o.embedding::text, o.embedding_model
+SELECT o.id, m.session_id, m.seq, o.embedding::text, o.embedding_model, o.content
 FROM memory_memoryunit o
 JOIN chat_message m ON m.tenant_id = o.tenant_id AND m.id = o.source_message_id
 JOIN (
@@ -351,6 +351,7 @@ class _Matters:
 
     def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
         self._own: dict[Any, str | None] = {}
+        self._named: dict[Any, str | None] = {}  # the one domain a unit's words name, if any
         self._no_matter: set[Any] = set()
         self._at: dict[Any, list[tuple[int, Any]]] = {}  # session → [(seq, unit id)]
         self._where: dict[Any, tuple[Any, int]] = {}
@@ -359,14 +360,17 @@ class _Matters:
             return
         with connection.cursor() as cursor:
             cursor.execute(_SESSION_SQL, {"tenant": tenant.pk, "messages": messages})
-            for unit_id, session_id, seq, vector, model in cursor.fetchall():
-                self._note(unit_id, session_id, seq, vector, model)
+            for unit_id, session_id, seq, vector, model, content in cursor.fetchall():
+                self._note(unit_id, session_id, seq, vector, model, content)
 
-    def _note(self, unit_id: Any, session_id: Any, seq: int | None, vector: Any, model: str) -> None:
+    def _note(self, unit_id: Any, session_id: Any, seq: int | None, vector: Any, model: str, content: str) -> None:
         if unit_id in self._own:
             return
         guess = classify(_vector(vector), model) if vector is not None else None
         self._own[unit_id] = guess.domain if guess else None
+        if not (guess is not None and guess.no_matter):
+            named = named_domains(content)
+            self._named[unit_id] = next(iter(named)) if len(named) == 1 else None
         if guess is not None and guess.no_matter:
             self._no_matter.add(unit_id)
         if session_id is not None and seq is not None:
@@ -374,7 +378,7 @@ class _Matters:
             self._where[unit_id] = (session_id, seq)
 
     def note(self, earlier: _Earlier, model: str) -> None:
-        self._note(earlier.id, earlier.session_id, earlier.seq, earlier.vector, model)
+        self._note(earlier.id, earlier.session_id, earlier.seq, earlier.vector, model, earlier.content)
 
     def names_none(self, unit_id: Any) -> bool:
         """Whether a unit's own words name no matter at all: thanks, a farewell, "that is all for today"."""
@@ -392,15 +396,21 @@ class _Matters:
 
     def of(self, unit_id: Any) -> str | None:
         own = self._own.get(unit_id)
-        if own is not None or unit_id not in self._where:
+        if own is not None:
             return own
+        if unit_id not in self._where:
+            return self._named.get(unit_id)
         session_id, seq = self._where[unit_id]
         before = sorted(
             ((s, self._own.get(u)) for s, u in self._at.get(session_id, []) if seq - CONTEXT <= s <= seq),
             key=lambda pair: pair[0],
         )
         shown = [d for _, d in before if d is not None]
-        return shown[-1] if shown else None
+        # Neither its neighbours nor its session's last messages show one (a booking's people and nights: a
+        # hotel's, a restaurant's, a train's): the one domain its own words name ("the hotel called Lovell Lodge …
+        # 5 nights"). Only its own: an agent's "Which area would you like to visit?" does not frame the messages
+        # after it.
+        return shown[-1] if shown else self._named.get(unit_id)
 
 
 class _Claims:

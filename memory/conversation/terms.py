@@ -416,6 +416,30 @@ def refused(masked: str) -> frozenset[str]:
     return frozenset(out)
 
 
+#: A negation that disowns the words just after it in the customer's own statement: "west, *not south*", "not in
+#: the south", "I don't want Chinese", "instead of Indian". A closed class of the language's negation.
+_DISOWNING = re.compile(r"(?i)\b(?:not|no longer|instead of|rather than)\b|n't\b")
+#: A clause ends at a mark of punctuation or a conjunction that opens another ("not Chinese, but Italian").
+_CLAUSE_END = re.compile(r"(?i)[,;:.!?]|\b(?:but|and|or|so|because)\b")
+#: How many words after the negation it reaches.
+DISOWN_REACH = 4
+
+
+def disowned(masked: str) -> frozenset[str]:
+    """The terms a statement says are not its choice: those at most ``DISOWN_REACH`` words after a negation in
+    the same clause ("I meant to say west, not south." → south; "not the expensive one" → expensive), and not
+    also said outside such a span ("not Chinese food, Italian food" disowns "chinese" only)."""
+    negated: set[str] = set()
+    kept = masked
+    for negation in _DISOWNING.finditer(masked):
+        rest = masked[negation.end() :]
+        end = _CLAUSE_END.search(rest)
+        span = " ".join((rest[: end.start()] if end else rest).split()[:DISOWN_REACH])
+        negated |= _latin_terms(span)
+        kept = kept.replace(span, " ", 1)
+    return frozenset(negated - _latin_terms(kept)) if negated else frozenset()
+
+
 def replaced(
     old_masked: str, new_masked: str, model: str, none_of: frozenset[str] = frozenset()
 ) -> list[tuple[str, str]]:
@@ -435,7 +459,10 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     old, new = _latin_terms(old_masked), _latin_terms(new_masked)
     if not old or not new:
         return []
-    old, new = old - _not_choices(old_masked), new - _not_choices(new_masked)
+    # What the newer statement disowns ("west, not south") it does not say, and it frames what replaces it.
+    disowning = disowned(new_masked)
+    old, new = old - _not_choices(old_masked), new - _not_choices(new_masked) - disowning
+    none_of = none_of | disowning
     stems = {w: stem(w) for w in old | new}
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.
@@ -468,5 +495,5 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
 
 __all__ = [
     "FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND",
-    "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
+    "disowned", "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
 ]  # fmt: skip

@@ -705,3 +705,40 @@ def test_the_agents_description_of_a_venue_leaves_the_customers_criterion_curren
         wanted = MemoryUnit.objects.for_tenant(acme.tenant).get(content__contains="3小时 - 4小时")
     assert wanted.superseded_at is None, wanted.data
     assert not (wanted.data or {}).get("changed"), wanted.data
+
+
+def test_a_choice_the_customer_disowns_is_replaced(globex, fake_ollama):
+    # "west, not south": the newer statement names "south" only to take it back; it is no word the two share
+    _session(
+        globex, fake_ollama, "disown-en",
+        [("I'm looking for a place to stay that has free wifi.", "There are 32 such places. Which area?"),
+         ("Do you have any in the south?", "There are 4 guesthouses in the south."),
+         ("I meant to say west, not south. And the place needs to be a hotel type.",
+          "The Huntingdon Marriott Hotel is in the west area.")],
+    )  # fmt: skip
+    results = _recall(globex, "disown-en", "Which area did I want my hotel in?")
+    current = _current(results)
+    assert any("west, not south" in c for c in current), results
+    assert "Do you have any in the south?" not in current, results
+    with tenant_scope(globex.tenant):
+        south = MemoryUnit.objects.for_tenant(globex.tenant).get(content="Do you have any in the south?")
+    assert (south.data.get("changed") or {}).get("term:south", {}).get("to") == "west", south.data
+
+
+def test_a_shorter_stay_asked_for_replaces_the_nights_of_a_booking(globex, fake_ollama):
+    # The first request names a hotel, people, nights and a day: its neighbours among the domain examples
+    # disagree on its matter (a hotel's, a restaurant's, a train's booking), its words name the hotel.
+    _session(
+        globex, fake_ollama, "nights-en",
+        [("I'm interested in the hotel called Lovell Lodge. I need a reservation for 6 people for 5 nights, "
+          "starting on Thursday.",
+          "I apologize, but there's no openings for that time frame. Would you like to try a shorter stay?"),
+         ("Please try 1 night, thank you.", "Booking was successful, your reference number is TXF0WZ1O.")],
+    )  # fmt: skip
+    results = _recall(globex, "nights-en", "How many nights is my hotel stay?")
+    current = _current(results)
+    assert any("1 night" in c for c in current), results
+    assert not any("5 nights" in c for c in current), results
+    with tenant_scope(globex.tenant):
+        first = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="5 nights")
+    assert "count:night" in (first.data.get("changed") or {}), first.data
