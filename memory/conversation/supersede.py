@@ -55,6 +55,9 @@ TERM = "term:"
 SAME_WORDS = 0.5
 #: Values that identify someone or somewhere: changed only by a near copy (a correction).
 IDENTITY_KINDS = frozenset({"phone", "email", "address"})
+#: Kinds of value that, in the customer's own requests on one matter in one session, name their attribute by
+#: themselves: what a count counts ("2 nights" after "3 nights"), a day of the week (the stay's, the table's).
+REQUESTED_KINDS = frozenset({"count", "weekday"})
 #: A new value this like the old one (characters in common) is a correction of it.
 NEAR_COPY = 0.8
 #: How many of the customer's earlier units, nearest first, each new unit is compared with; and how far back
@@ -200,9 +203,10 @@ def judge(
         # claims centre's number, then the spouse's). Only a near copy corrects it; a real change of the
         # customer's own is a keyed fact's (memory.extraction), whose current value makes the old unit stale.
         # Of the customer's own requests on one matter, a count names its attribute by what it counts ("2 nights"
-        # after "3 nights"); an amount, a date or a time needs the same label (a budget, not a deposit).
+        # after "3 nights"), and a weekday is the day of what is being settled ("leave on Thursday", later "7:27
+        # friday morning"); an amount, a date or a time needs the same label (a budget, not a deposit).
         same_label = _same_label(old, new, attr)
-        if kind not in IDENTITY_KINDS and (same_matter or (requests and (kind == "count" or same_label))):
+        if kind not in IDENTITY_KINDS and (same_matter or (requests and (kind in REQUESTED_KINDS or same_label))):
             changed.add(attr)
         elif _near_copy(before, values - before, kind):
             changed.add(attr)

@@ -742,3 +742,20 @@ def test_a_shorter_stay_asked_for_replaces_the_nights_of_a_booking(globex, fake_
     with tenant_scope(globex.tenant):
         first = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="5 nights")
     assert "count:night" in (first.data.get("changed") or {}), first.data
+
+
+def test_a_day_said_again_in_a_longer_request_replaces_the_first(globex, fake_ollama):
+    # The second request is long and worded unlike the first; both are the customer's, on one train, in one
+    # session: the day they say last is the day of the trip
+    _session(
+        globex, fake_ollama, "day-en",
+        [("I'd like a train that is departing from Cambridge and going to London Liverpool Street.",
+          "There are 70 trains. Would you like to narrow it down by day?"),
+         ("I would like to leave on Thursday after 16:15.", "We have departures every two hours beginning at 7:27."),
+         ("I just want to be clear. This is 7:27 friday morning correct? In that case, I'd like to book that for "
+          "5 people with reference number, please.", "Booking was successful, reference VNHMJU4N.")],
+    )  # fmt: skip
+    results = _recall(globex, "day-en", "What day is my train?")
+    current = _current(results)
+    assert any("friday morning" in c for c in current), results
+    assert not any("on Thursday" in c for c in current), results
