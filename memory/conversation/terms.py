@@ -449,8 +449,10 @@ def replaced(
     *food*"), by less (``FRAMED_KIND``): single-word vectors place "korean" no nearer "afghan" than
     "restaurant", the frame says they fill one slot. A term the agent said there was none of in between
     (``none_of``, read by ``refused``: "no Afghan restaurants") stands in a frame too: the customer's next
-    choice is its replacement. Nothing when either says more than ``MAX_TERMS`` terms or the newer brings more
-    than ``MAX_NEW`` (not a revision of one choice)."""
+    choice is its replacement. Nothing when either says more than ``MAX_TERMS`` terms; a newer statement that
+    brings more than ``MAX_NEW`` is no revision of one choice, unless it answers the agent's refusal: then only
+    a term refused can be replaced. A term the newer statement disowns ("west, *not south*": ``disowned``) is
+    not said by it, and is framed as a refused one is."""
     chinese = zh_replaced(old_masked, new_masked) if has_cjk(old_masked) and has_cjk(new_masked) else []
     return chinese + _latin_replaced(old_masked, new_masked, model, none_of)
 
@@ -468,7 +470,10 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.
     gone = sorted(w for w in old - new if stems[w] not in kept_new)
     came = sorted(w for w in new - old if stems[w] not in kept_old)
-    if not gone or not came or len(came) > MAX_NEW or len(old) > MAX_TERMS or len(new) > MAX_TERMS:
+    if len(came) > MAX_NEW:
+        # A long answer to the agent's "there is none of X" still revises X: only X can be what it replaces.
+        gone = [w for w in gone if w in none_of]
+    if not gone or not came or len(old) > MAX_TERMS or len(new) > MAX_TERMS:
         return []
     vectors = word_vectors([*gone, *came], model)
     alike = np.stack([vectors[w] for w in gone]) @ np.stack([vectors[w] for w in came]).T

@@ -759,3 +759,19 @@ def test_a_day_said_again_in_a_longer_request_replaces_the_first(globex, fake_ol
     current = _current(results)
     assert any("friday morning" in c for c in current), results
     assert not any("on Thursday" in c for c in current), results
+
+
+def test_a_long_answer_to_the_agents_refusal_replaces_what_it_had_none_of(globex, fake_ollama):
+    # The answer brings five new words (cuisine, food, price, range …): more than a brief revision, but it
+    # answers "there are no … British food", so British is what it replaces
+    _session(
+        globex, fake_ollama, "long-answer-en",
+        [("I would like to have an authentic British meal, but I need to do it cheaply. Can you help me with that?",
+          "According to my search, there are no cheap restaurants serving British food. Another cuisine?"),
+         ("Yes, one that serves Chinese food and still in the cheap price range.",
+          "There are three cheap chinese restaurants in the centre.")],
+    )  # fmt: skip
+    results = _recall(globex, "long-answer-en", "What kind of food did I want at the restaurant?")
+    current = _current(results)
+    assert any("serves Chinese food" in c for c in current), results
+    assert not any("British" in c for c in current), results
