@@ -159,13 +159,21 @@ def _not_choices(masked: str) -> frozenset[str]:
         if (
             tag.startswith(("VB", "MD", "UH"))
             or governs
-            or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN"))
+            or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN") and _known(word))
         ):
             verbs.add(word)
         else:
             choices.add(word)
         i += 1
     return frozenset((verbs | asked) - choices)
+
+
+def _known(word: str) -> bool:
+    """Whether the tagger's lexicon holds ``word``: "book" after "to" may be a verb ("to book a table"), a word
+    it does not know is a name ("heading to norwich")."""
+    from textblob.en import lexicon
+
+    return lexicon.get(word) is not None
 
 
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
@@ -384,12 +392,18 @@ def word_vectors(words: Iterable[str], model: str) -> dict[str, np.ndarray]:
     return out
 
 
+#: Prepositions of direction, a closed class: the word after one is where something goes or comes from.
+_DIRECTIONS = {"to": "to", "into": "to", "towards": "to", "toward": "to", "from": "from"}
+
+
 def _frames(masked: str) -> dict[str, frozenset[str]]:
     """Each content word's frame: the stems of the content words just before and just after it, each on its
-    side ("a cheap Panasian *place*", "*serves* Polynesian food", "the expensive *price* range")."""
+    side ("a cheap Panasian *place*", "*serves* Polynesian food", "the expensive *price* range"); and the
+    direction it is given, for the first content word after a preposition of direction ("bring me to
+    *Cambridge*", "heading to *norwich*": "@to")."""
     stop = _stop_words()
-    content = [w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" , ", masked))]
-    content = [w for w in content if w not in stop and stem(w) not in stop]
+    words = [w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" , ", masked))]
+    content = [w for w in words if w not in stop and stem(w) not in stop]
     out: dict[str, set[str]] = {}
     for i, word in enumerate(content):
         around = out.setdefault(word, set())
@@ -397,6 +411,16 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
             around.add("<" + stem(content[i - 1]))
         if i + 1 < len(content):
             around.add(">" + stem(content[i + 1]))
+    direction = None
+    for word in words:
+        if word in _DIRECTIONS:
+            direction = _DIRECTIONS[word]
+        elif word == "the":
+            continue
+        else:
+            if direction and word in out:
+                out[word].add("@" + direction)
+            direction = None
     return {w: frozenset(a) for w, a in out.items()}
 
 

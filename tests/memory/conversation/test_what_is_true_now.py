@@ -775,3 +775,20 @@ def test_a_long_answer_to_the_agents_refusal_replaces_what_it_had_none_of(globex
     current = _current(results)
     assert any("serves Chinese food" in c for c in current), results
     assert not any("British" in c for c in current), results
+
+
+def test_a_new_destination_replaces_the_first(globex, fake_ollama):
+    # "to Cambridge", later "heading to norwich": both come after a preposition of direction, so the one
+    # replaces the other though their word vectors are far apart; "norwich" is a name the tagger does not know,
+    # not a verb after an infinitive's "to"
+    _session(
+        globex, fake_ollama, "destination-en",
+        [("I'm looking for a train. I need it to bring me to Cambridge on Friday.",
+          "There are 202 trains into cambridge on Friday. Where are you traveling from?"),
+         ("I want to leave after 18:45 and am heading to norwich.",
+          "There is a train leaving Cambridge for Norwich that departs at 19:36.")],
+    )  # fmt: skip
+    results = _recall(globex, "destination-en", "Where is my train going?")
+    current = _current(results)
+    assert any("heading to norwich" in c for c in current), results
+    assert not any("bring me to Cambridge" in c for c in current), results
