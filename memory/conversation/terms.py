@@ -402,15 +402,18 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     direction it is given, for the first content word after a preposition of direction ("bring me to
     *Cambridge*", "heading to *norwich*": "@to")."""
     stop = _stop_words()
-    words = [w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" , ", masked))]
-    content = [w for w in words if w not in stop and stem(w) not in stop]
     out: dict[str, set[str]] = {}
-    for i, word in enumerate(content):
-        around = out.setdefault(word, set())
-        if i > 0:
-            around.add("<" + stem(content[i - 1]))
-        if i + 1 < len(content):
-            around.add(">" + stem(content[i + 1]))
+    # A frame stays within its clause: "the hotel and do they have free parking" does not frame "free" by "hotel".
+    for clause in _CLAUSE_END.split(_MASK.sub(" , ", masked)):
+        content = [w.lower() for w in _LATIN_WORD.findall(clause or "")]
+        content = [w for w in content if w not in stop and stem(w) not in stop]
+        for i, word in enumerate(content):
+            around = out.setdefault(word, set())
+            if i > 0:
+                around.add("<" + stem(content[i - 1]))
+            if i + 1 < len(content):
+                around.add(">" + stem(content[i + 1]))
+    words = [w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" , ", masked))]
     direction = None
     for word in words:
         if word in _DIRECTIONS:
@@ -487,7 +490,8 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
         return []
     # What the newer statement disowns ("west, not south") it does not say, and it frames what replaces it.
     disowning = disowned(new_masked)
-    old, new = old - _not_choices(old_masked), new - _not_choices(new_masked) - disowning
+    old = old - _not_choices(old_masked) - disowned(old_masked)
+    new = new - _not_choices(new_masked) - disowning
     none_of = none_of | disowning
     stems = {w: stem(w) for w in old | new}
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}

@@ -714,7 +714,10 @@ def test_a_choice_the_customer_disowns_is_replaced(globex, fake_ollama):
         [("I'm looking for a place to stay that has free wifi.", "There are 32 such places. Which area?"),
          ("Do you have any in the south?", "There are 4 guesthouses in the south."),
          ("I meant to say west, not south. And the place needs to be a hotel type.",
-          "The Huntingdon Marriott Hotel is in the west area.")],
+          "The Huntingdon Marriott Hotel is in the west area."),
+         # "free" is framed by "hotel" only across "and": no word of its own clause, no replacement of "type"
+         ("No at this time. What is the postcode for the hotel and do they have free parking?",
+          "They do have free parking, the postcode is pe296fl")],
     )  # fmt: skip
     results = _recall(globex, "disown-en", "Which area did I want my hotel in?")
     current = _current(results)
@@ -723,6 +726,9 @@ def test_a_choice_the_customer_disowns_is_replaced(globex, fake_ollama):
     with tenant_scope(globex.tenant):
         south = MemoryUnit.objects.for_tenant(globex.tenant).get(content="Do you have any in the south?")
     assert (south.data.get("changed") or {}).get("term:south", {}).get("to") == "west", south.data
+    with tenant_scope(globex.tenant):
+        west = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="west, not south")
+    assert not (west.data or {}).get("changed"), west.data
 
 
 def test_a_shorter_stay_asked_for_replaces_the_nights_of_a_booking(globex, fake_ollama):
