@@ -78,6 +78,9 @@ PROGRESS_WORDS = 0.3
 #: reply just before it. Further back, a customer's booking details and farewells were paired with the refused
 #: choice (fitted on MultiWOZ's fit half).
 REFUSAL_REACH = 1
+#: A unit whose neighbours among the domain examples vote this much for one domain, short of agreeing, is of that
+#: matter before any shown around it ("I'd like to go see a college that's in the same area as the hotel.").
+LEANING_VOTE = 6 / 9
 #: A unit whose own words show no matter (domain) takes the last one shown in its session this many messages back.
 CONTEXT = 6
 
@@ -356,6 +359,7 @@ class _Matters:
     def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
         self._own: dict[Any, str | None] = {}
         self._named: dict[Any, str | None] = {}  # the one domain a unit's words name, if any
+        self._leaning: dict[Any, str] = {}  # the domain most of a unit's neighbours vote for, short of agreeing
         self._no_matter: set[Any] = set()
         self._at: dict[Any, list[tuple[int, Any]]] = {}  # session → [(seq, unit id)]
         self._where: dict[Any, tuple[Any, int]] = {}
@@ -372,6 +376,8 @@ class _Matters:
             return
         guess = classify(_vector(vector), model) if vector is not None else None
         self._own[unit_id] = guess.domain if guess else None
+        if guess is not None and guess.likely is not None and guess.share >= LEANING_VOTE:
+            self._leaning[unit_id] = guess.likely
         if not (guess is not None and guess.no_matter):
             named = named_domains(content)
             self._named[unit_id] = next(iter(named)) if len(named) == 1 else None
@@ -399,7 +405,7 @@ class _Matters:
         return where[0] if where else None
 
     def of(self, unit_id: Any) -> str | None:
-        own = self._own.get(unit_id)
+        own = self._own.get(unit_id) or self._leaning.get(unit_id)
         if own is not None:
             return own
         if unit_id not in self._where:

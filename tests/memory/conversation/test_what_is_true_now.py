@@ -798,3 +798,26 @@ def test_a_new_destination_replaces_the_first(globex, fake_ollama):
     current = _current(results)
     assert any("heading to norwich" in c for c in current), results
     assert not any("bring me to Cambridge" in c for c in current), results
+
+
+def test_a_hotel_sought_again_after_a_meal_replaces_the_first_hotels_kind(acme, fake_ollama):
+    # The second hotel request is said while the session is about a restaurant (「吃完饭…在餐馆周边」): its
+    # neighbours among the domain examples lean to a hotel, short of agreeing, and that is its matter
+    _session(
+        acme, fake_ollama, "hotel-kind-zh",
+        [("你好，可以帮我找一个价格1000元以上，提供早餐服务免费的高档型酒店吗？",
+          "对不起没有查到完全符合条件的酒店，为你找到一个豪华型的北京朝阳悠唐皇冠假日酒店，其他条件都能满足，你看可以不？"),
+         ("可以啊，就去这里好了，能帮我查一下这个酒店周边有什么餐馆吗？", "抱歉啊，酒店周边没有餐馆。"),
+         ("好吧，那你知道这个酒店的地址吗？", "地址在北京朝阳区三丰北里3号(外交部东南侧)。"),
+         ("好的，安排好住的地方，我想出去找个人均消费50-100元，能做素炒鳝丝的餐馆吃饭，知道哪里有这样的餐馆吗？",
+          "人均消费这么低的餐馆是没有素炒鳝丝这个菜的，推荐你去仿膳饭庄吧，这里人均消费是211元，你看能接受不？"),
+         ("那好吧，谁让我爱吃这个菜呢，它家通常几点营业呀？", "营业时间是周一至周日 11:00-14:00 17:00-20:00。"),
+         ("营业时间还是挺合理的，那它家周边有酒店吗？",
+          "当然了，周边酒店有北京天伦王朝酒店, 北京贵都大酒店, 北京首都宾馆。"),
+         ("不错哦，吃完饭我打算在餐馆周边找一个提供无烟房的舒适型酒店住宿，知道哪个酒店适合我吗？",
+          "不好意思，餐馆周边没有符合条件的酒店，北京贵都大酒店还是不错的。")],
+    )  # fmt: skip
+    results = _recall(acme, "hotel-kind-zh", "我后来想住什么类型的酒店？")
+    current = _current(results)
+    assert any("舒适型" in c for c in current), results
+    assert not any("高档型" in c for c in current), results
