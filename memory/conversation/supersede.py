@@ -353,8 +353,9 @@ def _vector(raw: Any) -> np.ndarray | None:
 
 
 class _Matters:
-    """The matter (``memory.topics.domains``) of units: a unit's own when its words show one, else the last one
-    shown in its session up to ``CONTEXT`` messages before it. None when neither shows one."""
+    """The matter (``memory.topics.domains``) of units: a unit's own when its words show one (its neighbours
+    among the domain examples agree, or vote ``LEANING_VOTE`` for one), else the last one shown in its session up
+    to ``CONTEXT`` messages before it, else the one domain its words name. None when none of these shows one."""
 
     def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
         self._own: dict[Any, str | None] = {}

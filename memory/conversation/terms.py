@@ -405,7 +405,7 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     # A frame stays within its clause: "the hotel and do they have free parking" does not frame "free" by "hotel".
     for clause in _CLAUSE_END.split(_MASK.sub(" , ", masked)):
-        content = [w.lower() for w in _LATIN_WORD.findall(clause or "")]
+        content = [w.lower() for w in _LATIN_WORD.findall(clause)]
         content = [w for w in content if w not in stop and stem(w) not in stop]
         for i, word in enumerate(content):
             around = out.setdefault(word, set())
