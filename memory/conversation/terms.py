@@ -427,6 +427,11 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     return {w: frozenset(a) for w, a in out.items()}
 
 
+def _roles(frames: dict[str, frozenset[str]], word: str) -> frozenset[str]:
+    """The directions a word is given in a statement ("@to", "@from"; ``_frames``)."""
+    return frozenset(f for f in frames.get(word, frozenset()) if f.startswith("@"))
+
+
 #: Words that say there is none: the agent's "Sorry, there are no Afghan restaurants in the centre".
 _NONE = re.compile(r"(?i)\b(?:no|not|none|nothing|cannot|unable|unfortunately|sorry)\b|n't\b")
 
@@ -498,6 +503,15 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.
     gone = sorted(w for w in old - new if stems[w] not in kept_new)
     came = sorted(w for w in new - old if stems[w] not in kept_old)
+    old_frames, new_frames = _frames(old_masked), _frames(new_masked)
+    # A place said in both whose direction another word of the newer now has ("a train *from* Cambridge", later "a
+    # train to Cambridge, coming *from* London"): where it stood is left, and that word replaces it.
+    taken = {w: _roles(new_frames, w) for w in new}
+    gone += sorted(
+        w
+        for w in old & new
+        if (roles := _roles(old_frames, w) - taken[w]) and any(roles & r for u, r in taken.items() if u != w)
+    )
     if len(came) > MAX_NEW:
         # A long answer to the agent's "there is none of X" still revises X: only X can be what it replaces.
         gone = [w for w in gone if w in none_of]
@@ -505,7 +519,6 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
         return []
     vectors = word_vectors([*gone, *came], model)
     alike = np.stack([vectors[w] for w in gone]) @ np.stack([vectors[w] for w in came]).T
-    old_frames, new_frames = _frames(old_masked), _frames(new_masked)
     framed = np.array(
         [[bool(old_frames.get(u, frozenset()) & new_frames.get(w, frozenset())) for w in came] for u in gone]
     )

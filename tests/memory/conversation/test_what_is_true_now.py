@@ -821,3 +821,18 @@ def test_a_hotel_sought_again_after_a_meal_replaces_the_first_hotels_kind(acme, 
     current = _current(results)
     assert any("舒适型" in c for c in current), results
     assert not any("高档型" in c for c in current), results
+
+
+def test_a_place_whose_direction_another_takes_is_replaced(globex, fake_ollama):
+    # Cambridge is said in both requests: first where the train leaves from, then where it goes, with London now
+    # where it leaves from
+    _session(
+        globex, fake_ollama, "direction-en",
+        [("I also need a train from Cambridge on Tuesday.", "Where will you be going?"),
+         ("I'm sorry, I actually need a train to Cambridge. I'll be coming from London Kings Cross.",
+          "Ok, we have many options from London Kings Cross to Cambridge on Tuesday.")],
+    )  # fmt: skip
+    results = _recall(globex, "direction-en", "Where does my train leave from?")
+    current = _current(results)
+    assert any("coming from London Kings Cross" in c for c in current), results
+    assert not any("train from Cambridge" in c for c in current), results
