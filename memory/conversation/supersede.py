@@ -359,7 +359,7 @@ class _Matters:
 
     def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
         self._own: dict[Any, str | None] = {}
-        self._named: dict[Any, str | None] = {}  # the one domain a unit's words name, if any
+        self._content: dict[Any, str] = {}
         self._leaning: dict[Any, str] = {}  # the domain most of a unit's neighbours vote for, short of agreeing
         self._no_matter: set[Any] = set()
         self._at: dict[Any, list[tuple[int, Any]]] = {}  # session → [(seq, unit id)]
@@ -379,11 +379,10 @@ class _Matters:
         self._own[unit_id] = guess.domain if guess else None
         if guess is not None and guess.likely is not None and guess.share >= LEANING_VOTE:
             self._leaning[unit_id] = guess.likely
-        if not (guess is not None and guess.no_matter):
-            named = named_domains(content)
-            self._named[unit_id] = next(iter(named)) if len(named) == 1 else None
         if guess is not None and guess.no_matter:
             self._no_matter.add(unit_id)
+        else:
+            self._content[unit_id] = content  # its words name a matter only where nothing else shows one (``of``)
         if session_id is not None and seq is not None:
             self._at.setdefault(session_id, []).append((seq, unit_id))
             self._where[unit_id] = (session_id, seq)
@@ -410,7 +409,7 @@ class _Matters:
         if own is not None:
             return own
         if unit_id not in self._where:
-            return self._named.get(unit_id)
+            return self._named(unit_id)
         session_id, seq = self._where[unit_id]
         before = sorted(
             ((s, self._own.get(u)) for s, u in self._at.get(session_id, []) if seq - CONTEXT <= s <= seq),
@@ -421,7 +420,12 @@ class _Matters:
         # hotel's, a restaurant's, a train's): the one domain its own words name ("the hotel called Lovell Lodge …
         # 5 nights"). Only its own: an agent's "Which area would you like to visit?" does not frame the messages
         # after it.
-        return shown[-1] if shown else self._named.get(unit_id)
+        return shown[-1] if shown else self._named(unit_id)
+
+    def _named(self, unit_id: Any) -> str | None:
+        """The one domain a unit's own words name, if they name exactly one."""
+        named = named_domains(self._content.get(unit_id, ""))
+        return next(iter(named)) if len(named) == 1 else None
 
 
 class _Claims:

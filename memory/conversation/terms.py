@@ -394,17 +394,22 @@ def word_vectors(words: Iterable[str], model: str) -> dict[str, np.ndarray]:
 
 #: Prepositions of direction, a closed class: the word after one is where something goes or comes from.
 _DIRECTIONS = {"to": "to", "into": "to", "towards": "to", "toward": "to", "from": "from"}
+#: A clause ends at a mark of punctuation or a conjunction that opens another ("not Chinese, but Italian").
+_CLAUSE_END = re.compile(r"(?i)[,;:.!?]|\b(?:but|and|or|so|because)\b")
 
 
+@lru_cache(maxsize=4096)
 def _frames(masked: str) -> dict[str, frozenset[str]]:
     """Each content word's frame: the stems of the content words just before and just after it, each on its
     side ("a cheap Panasian *place*", "*serves* Polynesian food", "the expensive *price* range"); and the
     direction it is given, for the first content word after a preposition of direction ("bring me to
-    *Cambridge*", "heading to *norwich*": "@to")."""
+    *Cambridge*", "heading to *norwich*": "@to"). Cached: a statement is compared with many, and its caller
+    reads the frames, never changes them."""
     stop = _stop_words()
     out: dict[str, set[str]] = {}
     # A frame stays within its clause: "the hotel and do they have free parking" does not frame "free" by "hotel".
-    for clause in _CLAUSE_END.split(_MASK.sub(" , ", masked)):
+    text = _MASK.sub(" , ", masked)
+    for clause in _CLAUSE_END.split(text):
         content = [w.lower() for w in _LATIN_WORD.findall(clause)]
         content = [w for w in content if w not in stop and stem(w) not in stop]
         for i, word in enumerate(content):
@@ -413,9 +418,8 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
                 around.add("<" + stem(content[i - 1]))
             if i + 1 < len(content):
                 around.add(">" + stem(content[i + 1]))
-    words = [w.lower() for w in _LATIN_WORD.findall(_MASK.sub(" , ", masked))]
     direction = None
-    for word in words:
+    for word in (w.lower() for w in _LATIN_WORD.findall(text)):
         if word in _DIRECTIONS:
             direction = _DIRECTIONS[word]
         elif word == "the":
@@ -451,12 +455,11 @@ def refused(masked: str) -> frozenset[str]:
 #: A negation that disowns the words just after it in the customer's own statement: "west, *not south*", "not in
 #: the south", "I don't want Chinese", "instead of Indian". A closed class of the language's negation.
 _DISOWNING = re.compile(r"(?i)\b(?:not|no longer|instead of|rather than)\b|n't\b")
-#: A clause ends at a mark of punctuation or a conjunction that opens another ("not Chinese, but Italian").
-_CLAUSE_END = re.compile(r"(?i)[,;:.!?]|\b(?:but|and|or|so|because)\b")
 #: How many words after the negation it reaches.
 DISOWN_REACH = 4
 
 
+@lru_cache(maxsize=4096)
 def disowned(masked: str) -> frozenset[str]:
     """The terms a statement says are not its choice: those at most ``DISOWN_REACH`` words after a negation in
     the same clause ("I meant to say west, not south." → south; "not the expensive one" → expensive), and not

@@ -54,6 +54,14 @@ def _current(results: list[dict[str, Any]]) -> list[str]:
     return [r["memory"]["content"] for r in results if r.get("current", True)]
 
 
+def _assert_replaced(ctx: TenantCtx, end_user: str, question: str, now: str, before: str) -> None:
+    """Recall for ``question`` serves a current result saying ``now``, and none saying ``before``."""
+    results = _recall(ctx, end_user, question)
+    current = _current(results)
+    assert any(now in c for c in current), results
+    assert not any(before in c for c in current), results
+
+
 def _said_at(ctx: TenantCtx, needle: str) -> Any:
     """When the customer's unit naming ``needle`` was stored (a moment it was true)."""
     with tenant_scope(ctx.tenant):
@@ -741,10 +749,7 @@ def test_a_shorter_stay_asked_for_replaces_the_nights_of_a_booking(globex, fake_
           "I apologize, but there's no openings for that time frame. Would you like to try a shorter stay?"),
          ("Please try 1 night, thank you.", "Booking was successful, your reference number is TXF0WZ1O.")],
     )  # fmt: skip
-    results = _recall(globex, "nights-en", "How many nights is my hotel stay?")
-    current = _current(results)
-    assert any("1 night" in c for c in current), results
-    assert not any("5 nights" in c for c in current), results
+    _assert_replaced(globex, "nights-en", "How many nights is my hotel stay?", "1 night", "5 nights")
     with tenant_scope(globex.tenant):
         first = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="5 nights")
     assert "count:night" in (first.data.get("changed") or {}), first.data
@@ -761,10 +766,7 @@ def test_a_day_said_again_in_a_longer_request_replaces_the_first(globex, fake_ol
          ("I just want to be clear. This is 7:27 friday morning correct? In that case, I'd like to book that for "
           "5 people with reference number, please.", "Booking was successful, reference VNHMJU4N.")],
     )  # fmt: skip
-    results = _recall(globex, "day-en", "What day is my train?")
-    current = _current(results)
-    assert any("friday morning" in c for c in current), results
-    assert not any("on Thursday" in c for c in current), results
+    _assert_replaced(globex, "day-en", "What day is my train?", "friday morning", "on Thursday")
 
 
 def test_a_long_answer_to_the_agents_refusal_replaces_what_it_had_none_of(globex, fake_ollama):
@@ -777,10 +779,9 @@ def test_a_long_answer_to_the_agents_refusal_replaces_what_it_had_none_of(globex
          ("Yes, one that serves Chinese food and still in the cheap price range.",
           "There are three cheap chinese restaurants in the centre.")],
     )  # fmt: skip
-    results = _recall(globex, "long-answer-en", "What kind of food did I want at the restaurant?")
-    current = _current(results)
-    assert any("serves Chinese food" in c for c in current), results
-    assert not any("British" in c for c in current), results
+    _assert_replaced(
+        globex, "long-answer-en", "What kind of food did I want at the restaurant?", "serves Chinese food", "British"
+    )
 
 
 def test_a_new_destination_replaces_the_first(globex, fake_ollama):
@@ -794,10 +795,9 @@ def test_a_new_destination_replaces_the_first(globex, fake_ollama):
          ("I want to leave after 18:45 and am heading to norwich.",
           "There is a train leaving Cambridge for Norwich that departs at 19:36.")],
     )  # fmt: skip
-    results = _recall(globex, "destination-en", "Where is my train going?")
-    current = _current(results)
-    assert any("heading to norwich" in c for c in current), results
-    assert not any("bring me to Cambridge" in c for c in current), results
+    _assert_replaced(
+        globex, "destination-en", "Where is my train going?", "heading to norwich", "bring me to Cambridge"
+    )
 
 
 def test_a_hotel_sought_again_after_a_meal_replaces_the_first_hotels_kind(acme, fake_ollama):
@@ -817,10 +817,7 @@ def test_a_hotel_sought_again_after_a_meal_replaces_the_first_hotels_kind(acme, 
          ("不错哦，吃完饭我打算在餐馆周边找一个提供无烟房的舒适型酒店住宿，知道哪个酒店适合我吗？",
           "不好意思，餐馆周边没有符合条件的酒店，北京贵都大酒店还是不错的。")],
     )  # fmt: skip
-    results = _recall(acme, "hotel-kind-zh", "我后来想住什么类型的酒店？")
-    current = _current(results)
-    assert any("舒适型" in c for c in current), results
-    assert not any("高档型" in c for c in current), results
+    _assert_replaced(acme, "hotel-kind-zh", "我后来想住什么类型的酒店？", "舒适型", "高档型")
 
 
 def test_a_place_whose_direction_another_takes_is_replaced(globex, fake_ollama):
@@ -832,7 +829,10 @@ def test_a_place_whose_direction_another_takes_is_replaced(globex, fake_ollama):
          ("I'm sorry, I actually need a train to Cambridge. I'll be coming from London Kings Cross.",
           "Ok, we have many options from London Kings Cross to Cambridge on Tuesday.")],
     )  # fmt: skip
-    results = _recall(globex, "direction-en", "Where does my train leave from?")
-    current = _current(results)
-    assert any("coming from London Kings Cross" in c for c in current), results
-    assert not any("train from Cambridge" in c for c in current), results
+    _assert_replaced(
+        globex,
+        "direction-en",
+        "Where does my train leave from?",
+        "coming from London Kings Cross",
+        "train from Cambridge",
+    )
