@@ -38,7 +38,7 @@ import numpy as np
 from django.db import connection
 
 from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity, states_criterion
-from memory.conversation.terms import MAX_TERMS, stem, terms_of
+from memory.conversation.terms import MAX_TERMS, attribute_of, stem, terms_of
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
@@ -493,7 +493,10 @@ def _replacing(
 
 def _other_matters(old_term: str, new_term: str) -> bool:
     """Whether two terms lean to different matters (``memory.topics.domains.leaning``): a restaurant and a
-    hotel are not two choices of one kind."""
+    hotel are not two choices of one kind. Two values of one attribute (``terms.attribute_of``: "expensive",
+    "cheap") are of one kind whatever matters the examples that hold them happen to lean to."""
+    if (attribute := attribute_of(old_term)) is not None and attribute == attribute_of(new_term):
+        return False
     old, new = leaning(old_term), leaning(new_term)
     return bool(old and new and old.isdisjoint(new))
 

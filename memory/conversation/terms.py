@@ -29,6 +29,7 @@ import numpy as np
 from memory.conversation.claims import COUNTED_WORDS_EN
 from memory.embeddings import models as embeddings
 from memory.text.language import has_cjk, pos_cut
+from memory.topics.values import vocabulary
 
 #: Word vectors at least this alike make two terms of the same kind (fitted on MultiWOZ's fit half); more alike
 #: than ``SYNONYM`` they are one thing said two ways ("centre", "center").
@@ -431,6 +432,29 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     return {w: frozenset(a) for w, a in out.items()}
 
 
+@cache
+def _attributes_by_stem() -> dict[str, str]:
+    return {stem(w): a for w, a in vocabulary().items()}
+
+
+def attribute_of(word: str) -> str | None:
+    """The attribute a term is a value of in the labelled vocabulary (``memory.topics.values``), by its stem
+    ("museums", "moderately"), or ``None``."""
+    return vocabulary().get(word) or _attributes_by_stem().get(stem(word))
+
+
+def _same_slot(
+    word: str, frames: dict[str, frozenset[str]], other: str, other_frames: dict[str, frozenset[str]]
+) -> bool:
+    """Whether two terms are values of one attribute ("college", "museum") and not given different directions
+    ("from *Cambridge*", "to *London*": two places of one route)."""
+    attribute = attribute_of(word)
+    if attribute is None or attribute != attribute_of(other):
+        return False
+    roles, other_roles = _roles(frames, word), _roles(other_frames, other)
+    return not (roles and other_roles and not roles & other_roles)
+
+
 def _roles(frames: dict[str, frozenset[str]], word: str) -> frozenset[str]:
     """The directions a word is given in a statement ("@to", "@from"; ``_frames``)."""
     return frozenset(f for f in frames.get(word, frozenset()) if f.startswith("@"))
@@ -516,8 +540,10 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
         if (roles := _roles(old_frames, w) - taken[w]) and any(roles & r for u, r in taken.items() if u != w)
     )
     if len(came) > MAX_NEW:
-        # A long answer to the agent's "there is none of X" still revises X: only X can be what it replaces.
-        gone = [w for w in gone if w in none_of]
+        # A long answer to the agent's "there is none of X" still revises X, and a long statement that gives an
+        # attribute another of its values ("sorry for changing my mind again but cheap is fine …") revises that
+        # value: only those can be what it replaces.
+        gone = [w for w in gone if w in none_of or any(_same_slot(w, old_frames, u, new_frames) for u in came)]
     if not gone or not came or len(old) > MAX_TERMS or len(new) > MAX_TERMS:
         return []
     vectors = word_vectors([*gone, *came], model)
@@ -533,8 +559,20 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
             _word_classes(old_masked).get(gone[0], frozenset()) & _word_classes(new_masked).get(came[0], frozenset())
         )
     framed |= np.array([[u in none_of] * len(came) for u in gone], dtype=bool)
-    fits = (alike < SYNONYM) & ((alike >= SAME_KIND) | (framed & (alike >= FRAMED_KIND)))
-    score = np.where(fits, alike + framed, -1.0)  # a framed pair before an unframed one
+    # Two values of one attribute in the labelled vocabulary fill one slot ("a college", later "how about a
+    # museum?"), where word vectors place them no nearer than the matter's own words.
+    slot = np.array([[_same_slot(u, old_frames, w, new_frames) for w in came] for u in gone], dtype=bool)
+    # Two places given different directions ("from Cambridge", later "going to London") are two ends of one route,
+    # whatever else frames them.
+    crossed = np.array(
+        [
+            [bool((a := _roles(old_frames, u)) and (b := _roles(new_frames, w)) and not a & b) for w in came]
+            for u in gone
+        ]
+    )
+    fits = (alike < SYNONYM) & ~crossed & ((alike >= SAME_KIND) | ((framed | slot) & (alike >= FRAMED_KIND)))
+    # a pair of one attribute before any other framed pair (alike + framed < 2), a framed pair before an unframed one
+    score = np.where(fits, alike + framed + 2 * slot, -1.0)
     out = []
     for i, j in zip(*np.nonzero(fits), strict=True):
         if score[i].argmax() == j and score[:, j].argmax() == i:
@@ -544,5 +582,5 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
 
 __all__ = [
     "FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND",
-    "disowned", "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
+    "attribute_of", "disowned", "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
 ]  # fmt: skip

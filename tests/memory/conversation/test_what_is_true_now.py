@@ -836,3 +836,48 @@ def test_a_place_whose_direction_another_takes_is_replaced(globex, fake_ollama):
         "coming from London Kings Cross",
         "train from Cambridge",
     )
+
+
+def test_another_kind_of_attraction_replaces_the_first_with_no_frame_between_them(globex, fake_ollama):
+    # "a college … in the same area as my hotel", later "how about a museum?": nothing around the two words is
+    # shared and their word vectors are far apart; the labelled vocabulary knows both as kinds of attraction
+    _session(
+        globex, fake_ollama, "attraction-kind-en",
+        [("I would like to visit a college that is in the same area as my hotel.",
+          "There are several colleges in the east. Do you have one in mind?"),
+         ("Hmm, how about a museum?", "The Cambridge Museum of Technology is in the east.")],
+    )  # fmt: skip
+    _assert_replaced(
+        globex, "attraction-kind-en", "What type of attraction did I want to visit?", "a museum", "a college"
+    )
+
+
+def test_another_price_range_in_a_long_statement_replaces_the_first(globex, fake_ollama):
+    # The revision comes with five new words (a change of mind, a venue, parking): more than a brief revision
+    # brings, but "cheap" is another value of the price range "expensive" was
+    _session(
+        globex, fake_ollama, "price-long-en",
+        [("I want a guesthouse in the expensive price range, please.",
+          "Autumn House and Acorn Guest House are both lovely."),
+         ("Sorry for changing my mind again, but cheap is fine. Does Autumn House offer free parking?",
+          "Yes, Autumn House has free parking.")],
+    )  # fmt: skip
+    _assert_replaced(
+        globex, "price-long-en", "What price range did I want for the hotel?", "cheap is fine", "expensive"
+    )
+
+
+def test_where_a_train_goes_leaves_where_it_leaves_from_current(globex, fake_ollama):
+    # Cambridge is where the train leaves from and London where it goes: two ends of one route, not a revision,
+    # though both are stations and the only new word of the later statement
+    _session(
+        globex, fake_ollama, "route-ends-en",
+        [("I need a train from Cambridge on Friday.", "Where will you be travelling to?"),
+         ("I am going to London.", "There are 10 trains from Cambridge to London on Friday.")],
+    )  # fmt: skip
+    results = _recall(globex, "route-ends-en", "Where does my train leave from?")
+    assert any("from Cambridge" in c for c in _current(results)), results
+    with tenant_scope(globex.tenant):
+        first = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="from Cambridge on Friday")
+    assert first.superseded_at is None
+    assert not first.data.get("changed"), first.data

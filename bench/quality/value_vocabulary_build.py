@@ -1,0 +1,79 @@
+"""Build ``memory/topics/data/woz_values.json``: the values each attribute took in the public dialogues' labelled
+dialogue states, from the **fit halves** only (``topic_switch_public.half_of``), as the vocabulary of
+``memory.topics.values``.
+
+An attribute is a slot of MultiWOZ 2.1's belief state whose values are words, not names or numbers: a restaurant's
+``food``, an attraction's or a hotel's ``type``, an ``area`` and a ``pricerange`` (one attribute each, whatever the
+domain), and a train's ``departure`` and ``destination`` (one attribute, ``place``: the same stations are both).
+Venue names, times, days and counts are left out: names are said whole and have other words in common
+("… guest house", "… college"), the rest have patterns of their own (``memory.conversation.claims``). Each value
+is kept as said in the states (lower-cased; "hotel|guesthouse" is two values).
+
+    .venv/bin/python bench/quality/value_vocabulary_build.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parents[1]
+if str(BENCH_DIR.parent) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR.parent))
+
+from bench.quality.topic_switch_public import half_of  # noqa: E402
+
+SHARED = Path("/work/shared/bench")
+OUT = BENCH_DIR.parent / "memory" / "topics" / "data" / "woz_values.json"
+#: (domain, slot) of MultiWOZ's belief state → the attribute its values belong to.
+ATTRIBUTES = {
+    ("restaurant", "food"): "food",
+    ("attraction", "type"): "attraction type",
+    ("hotel", "type"): "lodging type",
+    ("restaurant", "area"): "area", ("hotel", "area"): "area", ("attraction", "area"): "area",
+    ("restaurant", "pricerange"): "price range", ("hotel", "pricerange"): "price range",
+    ("train", "departure"): "place", ("train", "destination"): "place",
+}  # fmt: skip
+SKIP = {"", "not mentioned", "none", "dontcare", "don't care", "dont care"}
+
+
+def build() -> dict:
+    path = SHARED / "multiwoz21_val.json.zip"
+    with zipfile.ZipFile(path) as archive:
+        raw = json.loads(archive.read(archive.namelist()[0]))
+    values: dict[str, set[str]] = {}
+    for dialogue_id, dialogue in raw.items():
+        if half_of(f"multiwoz-{dialogue_id}") != "fit":
+            continue
+        for entry in dialogue["log"]:
+            for domain, parts in (entry.get("metadata") or {}).items():
+                for slot, value in (parts.get("semi") or {}).items():
+                    attribute = ATTRIBUTES.get((domain, slot))
+                    if attribute is None or not isinstance(value, str):
+                        continue
+                    for one in value.lower().split("|"):
+                        if one.strip() not in SKIP:
+                            values.setdefault(attribute, set()).add(one.strip())
+    return {
+        "about": (
+            "The values each attribute took in the labelled dialogue states of a public corpus's fit half, as the "
+            "vocabulary of memory.topics.values. Built by bench/quality/value_vocabulary_build.py; do not edit by "
+            "hand."
+        ),
+        "sources": {
+            "multiwoz": "MultiWOZ 2.1 validation split, fit half (MIT; Budzianowski et al. 2018, Eric et al. 2020)"
+        },
+        "attributes": {a: sorted(v) for a, v in sorted(values.items())},
+    }
+
+
+def main() -> None:
+    data = build()
+    OUT.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {OUT}: { {a: len(v) for a, v in data['attributes'].items()} }")
+
+
+if __name__ == "__main__":
+    main()
