@@ -106,6 +106,24 @@ CROSS JOIN LATERAL (
 LEFT JOIN chat_message om ON om.tenant_id = o.tenant_id AND om.id = o.source_message_id
 WHERE n.tenant_id = %(tenant)s AND n.id = ANY(%(ids)s) AND n.embedding IS NOT NULL
 """  # noqa: S608 - our own constants, no input
+# The customer's current units said a few messages before each new unit in its session, however unlike it: "Can
+# you search for a college?" is not among the nearest of "Thanks again. I wonder if there are any entertainment
+# attractions nearby." by vectors, and revises it all the same.
+_NEARBY_SQL = f"""
+SELECT n.id, o.id, o.content, o.data, o.created_at, true,
+       1 - (o.embedding <=> n.embedding), om.session_id, om.seq, o.embedding::text
+FROM memory_memoryunit n
+JOIN chat_message nm ON nm.tenant_id = n.tenant_id AND nm.id = n.source_message_id
+JOIN chat_message om ON om.tenant_id = nm.tenant_id AND om.session_id = nm.session_id
+                    AND om.seq BETWEEN nm.seq - {NEARBY} AND nm.seq
+JOIN memory_memoryunit o ON o.tenant_id = n.tenant_id AND o.source_message_id = om.id
+WHERE n.tenant_id = %(tenant)s AND n.id = ANY(%(ids)s) AND n.embedding IS NOT NULL
+  AND o.end_user_id = n.end_user_id AND o.key LIKE 'conversation:%%'
+  AND o.superseded_at IS NULL AND o.created_at < n.created_at AND o.expires_at > n.created_at
+  AND o.id <> n.id AND o.source_message_id IS DISTINCT FROM n.source_message_id
+  AND o.embedding IS NOT NULL AND o.embedding_model = n.embedding_model
+ORDER BY n.id, 7 DESC
+"""  # noqa: S608 - our own constants, no input
 # The customer's current units naming an identifier (a ticket's status weeks later is not among the nearest).
 _NAMING_SQL = f"""
 SELECT o.id, o.content, o.data, o.created_at, false, 0.0, NULL::uuid, NULL::integer, o.embedding::text
@@ -322,6 +340,16 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earli
                     old_id, content, created_at, float(similarity), bool(nearby), session_id, seq, vector, _role(data)
                 )
             )
+        # Units said just before in the same session that the nearest by vectors left out, after them.
+        seen_by = {pk: {e.id for e in earlier} for pk, earlier in out.items()}
+        cursor.execute(_NEARBY_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in new]})
+        for new_id, old_id, content, data, created_at, nearby, similarity, session_id, seq, vector in cursor.fetchall():
+            if old_id not in seen_by[new_id]:
+                out[new_id].append(
+                    _Earlier(
+                        old_id, content, created_at, float(similarity), nearby, session_id, seq, vector, _role(data)
+                    )
+                )
         for unit in new:
             subjects = (unit.data or {}).get("about", {}).get("subjects") or []
             if not subjects:

@@ -157,9 +157,11 @@ def _not_choices(masked: str) -> frozenset[str]:
         # A word with an object right after it is a verb, whatever the tagger says of it: "book me a table",
         # "book the room", "book it for Monday" (a noun is not followed by "me", "it" or "the").
         governs = tag.startswith("NN") and (after[0] in _OBJECT_PRONOUNS or after[1] == "DT")
+        # A word right after a modal is a verb's base form, whatever the tagger says of it ("That should *work*").
         if (
             tag.startswith(("VB", "MD", "UH"))
             or governs
+            or (before[1] == "MD" and tag == "NN")
             or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN") and _known(word))
         ):
             verbs.add(word)

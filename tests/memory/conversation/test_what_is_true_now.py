@@ -881,3 +881,44 @@ def test_where_a_train_goes_leaves_where_it_leaves_from_current(globex, fake_oll
         first = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="from Cambridge on Friday")
     assert first.superseded_at is None
     assert not first.data.get("changed"), first.data
+
+
+def test_a_revision_unlike_the_request_it_revises_is_compared_with_it(globex, fake_ollama):
+    # The customer's earlier searches read like "Can you search for a college?" far more than the request it
+    # revises, said two messages before in the same session: that request is compared all the same
+    _session(
+        globex, fake_ollama, "unlike-en",
+        [(f"Can you search for a {thing} for my cousin?", f"I found a {thing} near the station.")
+         for thing in ("pharmacy", "bakery", "barber", "florist", "laundrette", "bookshop", "post office", "bank",
+                       "dentist", "gym", "library", "tailor", "stationer", "cobbler", "greengrocer", "toy shop")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "unlike-en",
+        [("Thanks again. I wonder if there are any entertainment attractions nearby. Can you suggest something?",
+          "I'm sorry, I don't see any entertainment attractions in that area of town."),
+         ("Can you search for a college?", "Christ's College is in the centre of town.")],
+    )  # fmt: skip
+    _assert_replaced(
+        globex, "unlike-en", "What type of attraction did I want to visit?", "search for a college", "entertainment"
+    )
+
+
+def test_a_word_after_a_modal_replaces_no_choice(globex, fake_ollama):
+    # "That should work" accepts a train: "work" is a verb after "should", not a place that replaces Cambridge
+    # (one word gone, one come, both tagged nouns)
+    _session(
+        globex, fake_ollama, "modal-en",
+        [("I am leaving from Cambridge.", "Where will you be travelling to?"),
+         ("Sorry, it should leave Cambridge and arrive in Norwich on Friday.",
+          "I have several results. What time would you like to leave?"),
+         ("I just need to arrive by 18:15.", "How about TR7047? It arrives at 17:55?"),
+         ("That should work. Can I please have the price on that?", "The price is 17.60 pounds.")],
+    )  # fmt: skip
+    with tenant_scope(globex.tenant):
+        units = [
+            u
+            for u in MemoryUnit.objects.for_tenant(globex.tenant).filter(content__contains="Cambridge")
+            if u.data.get("role") == "user"
+        ]
+    assert len(units) == 2
+    assert all(not u.data.get("changed") for u in units), [u.data for u in units]
