@@ -275,6 +275,31 @@ _ZH_COMPLEMENTS = frozenset({"到", "完", "上", "过", "着", "了"})
 _ZH_WEAK = frozenset({"是", "有", "在", "要", "请"})
 
 
+#: Flags a verb's object may open with: nouns, distinguishing words, descriptive words (「麻辣」), adjectives.
+_ZH_OBJECT_OPENS = ("n", "b", "z", "a")
+#: Flags that end a verb's object: particles (「的」, 「了」, 「吗」), marks, pronouns, prepositions, conjunctions,
+#: numbers and measures, adverbs, Latin.
+_ZH_OBJECT_ENDS = ("u", "y", "x", "w", "r", "p", "c", "m", "q", "d", "eng", "e", "o")
+
+
+def _object_word(tokens: list[tuple[str, str]], k: int, shared: frozenset[str], *, first: bool) -> bool:
+    """Whether word ``k`` continues a verb's object: a noun, distinguishing, descriptive word or adjective, or —
+    not first — a word the segmenter took for a verb that closes the object (「至尊」, 「爆肚」, 「上网」), not one
+    that opens another (「还有」 in 「红烧肉还有绿茶饼」)."""
+
+    def ends(n: int) -> bool:
+        if n >= len(tokens):
+            return True
+        word, flag = tokens[n]
+        return not has_cjk(word) or word in shared or word in _ZH_WEAK or flag.startswith(_ZH_OBJECT_ENDS)
+
+    if ends(k):
+        return False
+    if tokens[k][1].startswith(_ZH_OBJECT_OPENS):
+        return True
+    return not first and ends(k + 1)
+
+
 def _zh_tokens(masked: str) -> list[tuple[str, str]]:
     return [(w, f) for w, f in pos_cut(_MASK.sub("，", masked)) if w.strip()]
 
@@ -307,13 +332,38 @@ def zh_terms(
         return None
 
     out: dict[str, set[str]] = {}
+    # A verb's object is one choice whatever the segmenter cut it into: 「想吃超级至尊」 (「超级」 b, 「至尊」 v),
+    # 「能吃到麻辣小龙虾吗」 (「麻辣」 z), 「提供宽带上网的」 (「上网」 v). It runs from a content word right after
+    # the verb (and its complement) to the next particle, mark or function word.
+    spans: list[tuple[int, int, str]] = []
+    for k, (word, flag) in enumerate(tokens):
+        if (
+            not flag.startswith("v")
+            or flag.startswith("vn")
+            or word in _ZH_WEAK
+            or word in _ZH_COMPLEMENTS
+            or not has_cjk(word)
+        ):
+            continue
+        i = k + 1
+        while i < len(tokens) and tokens[i][0] in _ZH_COMPLEMENTS:
+            i += 1
+        j = i
+        while _object_word(tokens, j, shared, first=j == i):
+            j += 1
+        if j - i >= 2 and any(not nominal(n) for n in range(i, j)):
+            spans.append((i, j, word[0] if len(word) == 2 and word[1] in _ZH_COMPLEMENTS else word))
+    covered = {n for i, j, _ in spans for n in range(i, j)}
+    for i, j, verb in spans:
+        # the verb frames its object; what follows it belongs to another phrase
+        out.setdefault("".join(w for w, _ in tokens[i:j]), set()).add("<" + verb)
     i = 0
     while i < len(tokens):
-        if not nominal(i):
+        if not nominal(i) or i in covered:
             i += 1
             continue
         j = i
-        while j < len(tokens) and nominal(j):
+        while j < len(tokens) and nominal(j) and j not in covered:
             j += 1
         term = "".join(w for w, _ in tokens[i:j])
         if len(term) >= 2:

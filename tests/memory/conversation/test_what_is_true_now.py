@@ -922,3 +922,14 @@ def test_a_word_after_a_modal_replaces_no_choice(globex, fake_ollama):
         ]
     assert len(units) == 2
     assert all(not u.data.get("changed") for u in units), [u.data for u in units]
+
+
+def test_a_dish_the_segmenter_cuts_unlike_a_noun_replaces_the_first(acme, fake_ollama):
+    # 「麻辣」 is cut as a descriptive word and 「至尊」 as a verb: neither dish is a run of nouns, but each is what
+    # 「吃」 takes, and that makes them one choice
+    _session(
+        acme, fake_ollama, "dish-object-zh",
+        [("在这些周边的餐馆里，能吃到麻辣小龙虾吗，人均50-100元的。", "周边的餐馆里没有，可以推荐您去阿弟仔海鲜。"),
+         ("想吃超级至尊，帮我找个评分4分以上的餐馆。", "推荐您去白兔餐厅(黄村店)。")],
+    )  # fmt: skip
+    _assert_replaced(acme, "dish-object-zh", "我后来想吃的是哪道菜？", "超级至尊", "麻辣小龙虾")
