@@ -21,7 +21,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-__all__ = ["attributes_of", "vocabulary"]
+__all__ = ["attributes_of", "vocabulary", "vocabulary_of"]
 
 DATA = Path(__file__).with_name("data") / "woz_values.json"
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
@@ -29,15 +29,20 @@ _WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
 
 @cache
 def vocabulary() -> dict[str, str]:
-    """Each word of the values → the one attribute whose values hold it (lower-cased; words of two or more
-    attributes left out)."""
+    """Each word of the shipped values → the one attribute it belongs to (lower-cased)."""
+    return vocabulary_of(json.loads(DATA.read_text(encoding="utf-8"))["attributes"])
+
+
+def vocabulary_of(attributes: dict[str, list[str]]) -> dict[str, str]:
+    """Each word of ``attributes``' values (attribute → its values) → the one attribute it belongs to: a whole
+    value's, else the one whose values hold it; words two attributes claim alike, function words and words of
+    fewer than three letters left out."""
     from sumy.utils import get_stop_words
 
     stop = frozenset(w.lower() for w in get_stop_words("english"))
-    data = json.loads(DATA.read_text(encoding="utf-8"))
     whole: dict[str, set[str]] = {}
     part: dict[str, set[str]] = {}
-    for attribute, values in data["attributes"].items():
+    for attribute, values in attributes.items():
         for value in values:
             words = _WORD.findall(value.lower())
             for word in words:

@@ -1,0 +1,34 @@
+"""The attribute vocabulary: which attribute a word is a value of (memory.topics.values)."""
+
+from __future__ import annotations
+
+from memory.conversation.terms import attribute_of
+from memory.topics.values import vocabulary_of
+
+
+def test_kinds_of_one_attribute_share_it_and_other_attributes_differ():
+    assert attribute_of("college") == attribute_of("museum") == "attraction type"
+    assert attribute_of("scottish") == attribute_of("italian") == "food"
+    assert attribute_of("expensive") == attribute_of("cheap") == "price range"
+    assert attribute_of("museum") != attribute_of("italian")
+    assert attribute_of("restaurant") is None  # a matter's own name is no value
+
+
+def test_a_word_is_found_in_any_of_its_forms():
+    assert attribute_of("Museums") == "attraction type"
+    assert attribute_of("moderately") == "price range"
+
+
+def test_a_whole_value_decides_and_a_word_two_attributes_claim_alike_tells_none():
+    words = vocabulary_of(
+        {
+            "area": ["north", "south"],
+            "food": ["north american", "modern european", "the brasserie"],
+            "attraction type": ["modern art", "museum"],
+        }
+    )
+    assert words["north"] == "area"  # a whole value, though part of a cuisine too
+    assert words["american"] == "food"
+    assert "modern" not in words  # part of a cuisine and of a kind of attraction: tells neither
+    assert "the" not in words  # a function word
+    assert words["museum"] == "attraction type"
