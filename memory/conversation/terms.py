@@ -157,11 +157,13 @@ def _not_choices(masked: str) -> frozenset[str]:
         # A word with an object right after it is a verb, whatever the tagger says of it: "book me a table",
         # "book the room", "book it for Monday" (a noun is not followed by "me", "it" or "the").
         governs = tag.startswith("NN") and (after[0] in _OBJECT_PRONOUNS or after[1] == "DT")
-        # A word right after a modal is a verb's base form, whatever the tagger says of it ("That should *work*").
+        # A word right after a modal, or after a modal and its subject, is a verb's base form, whatever the tagger
+        # says of it ("That should *work*", "Would you *forward* the address").
+        after_modal = before[1] == "MD" or (before[1] == "PRP" and i >= 2 and tagged[i - 2][1] == "MD")
         if (
             tag.startswith(("VB", "MD", "UH"))
             or governs
-            or (before[1] == "MD" and tag == "NN")
+            or (after_modal and tag in ("NN", "RB", "JJ"))
             or (before[1] == "TO" and raw[i][0].islower() and tag.startswith("NN") and _known(word))
         ):
             verbs.add(word)
@@ -507,6 +509,40 @@ def _same_slot(
     return not (roles and other_roles and not roles & other_roles)
 
 
+#: A word whose polarity in the sentiment lexicon is at least this strong judges what was found ("nice", "great",
+#: "perfect", "lovely"): it is no choice, unless the attribute vocabulary holds it ("expensive").
+EVALUATION = 0.5
+
+
+def _evaluations(words: frozenset[str]) -> frozenset[str]:
+    """The words of ``words`` that judge rather than choose (``EVALUATION``; the Pattern sentiment lexicon that
+    ships in TextBlob's wheel)."""
+    from textblob.en import sentiment
+
+    out = set()
+    for word in words:
+        entry = sentiment.get(word)
+        polarity = entry.get(None) if entry else None
+        if polarity and abs(polarity[0]) >= EVALUATION and attribute_of(word) is None:
+            out.add(word)
+    return frozenset(out)
+
+
+def _name_words(masked: str) -> frozenset[str]:
+    """The words of a statement's names: runs of two or more proper nouns ("Cambridge Artworks", "Curry Prince",
+    "London Kings Cross"), lower-cased."""
+    out: set[str] = set()
+    run: list[str] = []
+    for word, tag in (*_tagged(masked), ("", "")):
+        if tag.startswith("NNP"):
+            run.append(_POSSESSIVE.sub("", word.lower()))
+            continue
+        if len(run) >= 2:
+            out.update(run)
+        run = []
+    return frozenset(out)
+
+
 def _roles(frames: dict[str, frozenset[str]], word: str) -> frozenset[str]:
     """The directions a word is given in a statement ("@to", "@from"; ``_frames``)."""
     return frozenset(f for f in frames.get(word, frozenset()) if f.startswith("@"))
@@ -574,8 +610,8 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
         return []
     # What the newer statement disowns ("west, not south") it does not say, and it frames what replaces it.
     disowning = disowned(new_masked)
-    old = old - _not_choices(old_masked) - disowned(old_masked)
-    new = new - _not_choices(new_masked) - disowning
+    old = old - _not_choices(old_masked) - disowned(old_masked) - _evaluations(old)
+    new = new - _not_choices(new_masked) - disowning - _evaluations(new)
     none_of = none_of | disowning
     stems = {w: stem(w) for w in old | new}
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}
@@ -614,6 +650,16 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     # Two values of one attribute in the labelled vocabulary fill one slot ("a college", later "how about a
     # museum?"), where word vectors place them no nearer than the matter's own words.
     slot = np.array([[_same_slot(u, old_frames, w, new_frames) for w in came] for u in gone], dtype=bool)
+    # A word of a name ("I suppose *Cambridge Artworks* sounds cool", "a table at *Curry Prince*") picks a venue;
+    # it replaces a value of an attribute only when it is a value of that attribute too ("London Kings Cross").
+    named = _name_words(new_masked)
+    # Values of two attributes ("in the centre", then "italian") are two choices, never one replacing the other.
+    crossed_name = np.array(
+        [[(w in named or attribute_of(w) is not None) and attribute_of(u) is not None and not slot[i, j]
+          for j, w in enumerate(came)]
+         for i, u in enumerate(gone)],
+        dtype=bool,
+    )  # fmt: skip
     # Two places given different directions ("from Cambridge", later "going to London") are two ends of one route,
     # whatever else frames them.
     crossed = np.array(
@@ -622,7 +668,12 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
             for u in gone
         ]
     )
-    fits = (alike < SYNONYM) & ~crossed & ((alike >= SAME_KIND) | ((framed | slot) & (alike >= FRAMED_KIND)))
+    fits = (
+        (alike < SYNONYM)
+        & ~crossed
+        & ~crossed_name
+        & ((alike >= SAME_KIND) | ((framed | slot) & (alike >= FRAMED_KIND)))
+    )
     # a pair of one attribute before any other framed pair (alike + framed < 2), a framed pair before an unframed one
     score = np.where(fits, alike + framed + 2 * slot, -1.0)
     out = []

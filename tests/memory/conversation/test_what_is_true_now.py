@@ -933,3 +933,34 @@ def test_a_dish_the_segmenter_cuts_unlike_a_noun_replaces_the_first(acme, fake_o
          ("想吃超级至尊，帮我找个评分4分以上的餐馆。", "推荐您去白兔餐厅(黄村店)。")],
     )  # fmt: skip
     _assert_replaced(acme, "dish-object-zh", "我后来想吃的是哪道菜？", "超级至尊", "麻辣小龙虾")
+
+
+def _unchanged(ctx: TenantCtx, needle: str) -> None:
+    """The customer's unit saying ``needle`` is current with no attribute changed."""
+    with tenant_scope(ctx.tenant):
+        unit = MemoryUnit.objects.for_tenant(ctx.tenant).get(content__contains=needle)
+    assert unit.superseded_at is None
+    assert not unit.data.get("changed"), unit.data
+
+
+def test_a_venues_name_a_judgement_or_a_verb_after_a_modal_replaces_no_kind(globex, fake_ollama):
+    # "Cambridge Artworks" is the museum picked, "cool" judges it, "forward" is what the agent is asked to do:
+    # none of them is another kind of attraction
+    _session(
+        globex, fake_ollama, "venue-name-en",
+        [("A museum in the east would be nice if possible.",
+          "There are 4 museums in the east. I can recommend Cambridge Artworks."),
+         ("I suppose Cambridge Artworks sounds cool.", "It is free to enter."),
+         ("Would you forward the address for that also please?", "It is at 5 Greens Road.")],
+    )  # fmt: skip
+    _unchanged(globex, "A museum in the east")
+
+
+def test_values_of_two_attributes_replace_neither(globex, fake_ollama):
+    # "centre" is an area and "italian" a cuisine: the second request adds a choice, it replaces none
+    _session(
+        globex, fake_ollama, "two-attributes-en",
+        [("Are there any good places to eat in the centre?", "There are many restaurants in the centre."),
+         ("How about a great italian place?", "Pizza Hut City Centre serves italian food.")],
+    )  # fmt: skip
+    _unchanged(globex, "good places to eat in the centre")
