@@ -38,7 +38,7 @@ import numpy as np
 from django.db import connection
 
 from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity, states_criterion
-from memory.conversation.terms import MAX_TERMS, attribute_of, stem, terms_of
+from memory.conversation.terms import MAX_TERMS, attribute_of, stem, terms_of, zh_terms
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
@@ -235,6 +235,12 @@ def judge(
             continue
         if same_label:
             labelled_attrs.add(attr)
+    if requests:
+        # A word where the other statement has a value under the same label (「票价是免费的」, later 「票价是20-50元
+        # 的」; 「门票价格20-50元」, later 「门票免费」) gives that value's attribute another value.
+        for attr in _worded_in_place(old, new) | _worded_in_place(new, old):
+            changed.add(attr)
+            labelled_attrs.add(attr)
     names_all = old.subjects <= new.subjects
     terms = tuple(sorted(set(replaced))) if not (old.subjects - new.subjects) else ()
     if changed or terms:
@@ -288,6 +294,27 @@ def progressed(old: Claim, new: Claim) -> bool:
     else:
         return False
     return bool(pending & done) and not (pending & done & still)
+
+
+def _worded_in_place(worded: Claim, valued: Claim) -> set[str]:
+    """The attributes of ``valued``'s values whose label (``claims.label_of``) stands just before a Chinese term of
+    ``worded`` that ``valued`` does not say — as the term's frame or its head: the term stands where the value
+    stands (「票价是免费的」 against 「票价是⟨money⟩」, 「门票免费」 against 「门票价格⟨money⟩」). Chinese only: an
+    English word after a label is as often the thing itself ("a table for ⟨count⟩")."""
+    if not (has_cjk(worded.masked) and has_cjk(valued.masked)) or not valued.values:
+        return set()
+    labels = {
+        v.attr: {w for w in label_of(valued, v) if has_cjk(w)} for v in valued.values if v.attr not in worded.attrs
+    }
+    out: set[str] = set()
+    for term, frames in zh_terms(worded.masked).items():
+        if term in valued.masked:
+            continue
+        heads = {f[1:] for f in frames if f.startswith("<")}
+        for attr, names in labels.items():
+            if heads & names or any(term.startswith(n) and len(term) > len(n) for n in names):
+                out.add(attr)
+    return out
 
 
 def _same_label(old: Claim, new: Claim, attr: str) -> bool:

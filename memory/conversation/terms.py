@@ -302,7 +302,8 @@ def _object_word(tokens: list[tuple[str, str]], k: int, shared: frozenset[str], 
     return not first and ends(k + 1)
 
 
-def _zh_tokens(masked: str) -> list[tuple[str, str]]:
+def zh_tokens(masked: str) -> list[tuple[str, str]]:
+    """A masked Chinese statement's words with rjieba's flags (a value's mask read as a comma)."""
     return [(w, f) for w, f in pos_cut(_MASK.sub("，", masked)) if w.strip()]
 
 
@@ -314,7 +315,7 @@ def zh_terms(
     of ``shared`` (said in both statements compared) is a frame, never part of a choice: 「高档型酒店」 and
     「舒适型酒店」 are 「高档型」 and 「舒适型」 before 「酒店」. ``tokens``: the statement's words and flags, when the
     caller has them."""
-    tokens = _zh_tokens(masked) if tokens is None else tokens
+    tokens = zh_tokens(masked) if tokens is None else tokens
 
     def nominal(k: int) -> bool:
         word, flag = tokens[k]
@@ -407,7 +408,7 @@ def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
     one that came in the same frame, each the other's only best by frames shared (「想吃黄桥烧饼」, later
     「想吃雪碧」: "<吃"; 「高档型酒店」, later 「舒适型酒店」: ">酒店"). Word vectors are not used: the Chinese
     model's place 「额度」 nearest 「账单」."""
-    old_tokens, new_tokens = _zh_tokens(old_masked), _zh_tokens(new_masked)
+    old_tokens, new_tokens = zh_tokens(old_masked), zh_tokens(new_masked)
     shared = frozenset(w for w, _ in old_tokens) & frozenset(w for w, _ in new_tokens)
     old, new = zh_terms(old_masked, shared, old_tokens), zh_terms(new_masked, shared, new_tokens)
     old_asked, new_asked = _asked_only(old_tokens, shared), _asked_only(new_tokens, shared)
@@ -686,4 +687,5 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
 __all__ = [
     "FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND",
     "attribute_of", "disowned", "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
+    "zh_terms", "zh_tokens",
 ]  # fmt: skip

@@ -964,3 +964,15 @@ def test_values_of_two_attributes_replace_neither(globex, fake_ollama):
          ("How about a great italian place?", "Pizza Hut City Centre serves italian food.")],
     )  # fmt: skip
     _unchanged(globex, "good places to eat in the centre")
+
+
+def test_a_word_where_a_price_stood_changes_the_price(acme, fake_ollama):
+    # 「免费」 is no amount, but it stands under the label the later amount has (门票): the ticket's price changed
+    _session(
+        acme, fake_ollama, "free-ticket-zh",
+        [("你好，我想去个门票价格20-50元可以游玩时长3天的景点游玩，给我推荐一个吧。", "推荐您去北京野生动物园。"),
+         ("地址在哪？", "地址在大兴区榆垡镇万亩森林。"),
+         ("好的，请在绿岛乐园附近的景点里给我推荐一个评分4.5分以上门票免费，可以游玩时长2小时-3小时的景点。",
+          "推荐您去大运河森林公园。")],
+    )  # fmt: skip
+    _assert_replaced(acme, "free-ticket-zh", "我后来找的景点门票是什么价位？", "门票免费", "20-50元")
