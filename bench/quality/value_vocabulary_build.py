@@ -4,7 +4,8 @@ dialogue states, from the **fit halves** only (``topic_switch_public.half_of``),
 
 An attribute is a slot of MultiWOZ 2.1's belief state whose values are words, not names or numbers: a restaurant's
 ``food``, an attraction's or a hotel's ``type``, an ``area`` and a ``pricerange`` (one attribute each, whatever the
-domain), and a train's ``departure`` and ``destination`` (one attribute, ``place``: the same stations are both).
+domain), and a train's ``departure`` and ``destination`` (one attribute, ``place``: the same stations are both); and of
+CrossWOZ's ``sys_state``, a hotel's facilities and type and a restaurant's dishes, each item of a list a value.
 Venue names, times, days and counts are left out: names are said whole and have other words in common
 ("… guest house", "… college"), the rest have patterns of their own (``memory.conversation.claims``). Each value
 is kept as said in the states (lower-cased; "hotel|guesthouse" is two values).
@@ -37,6 +38,27 @@ ATTRIBUTES = {
     ("train", "departure"): "place", ("train", "destination"): "place",
 }  # fmt: skip
 SKIP = {"", "not mentioned", "none", "dontcare", "don't care", "dont care"}
+#: (domain, slot) of CrossWOZ's ``sys_state`` → the attribute; its values are lists said with spaces between
+#: (「24小时热水 无烟房」), each item a value.
+ATTRIBUTES_ZH = {("酒店", "酒店设施"): "酒店设施", ("酒店", "酒店类型"): "酒店类型", ("餐馆", "推荐菜"): "推荐菜"}
+
+
+def build_zh() -> dict[str, set[str]]:
+    path = SHARED / "crosswoz_val.json.zip"
+    with zipfile.ZipFile(path) as archive:
+        raw = json.loads(archive.read(archive.namelist()[0]))
+    values: dict[str, set[str]] = {}
+    for dialogue_id, dialogue in raw.items():
+        if half_of(f"crosswoz-{dialogue_id}") != "fit":
+            continue
+        for message in dialogue["messages"]:
+            for domain, slots in (message.get("sys_state") or {}).items():
+                for slot, value in slots.items():
+                    attribute = ATTRIBUTES_ZH.get((domain, slot))
+                    if attribute is None or not isinstance(value, str):
+                        continue
+                    values.setdefault(attribute, set()).update(v.strip().lower() for v in value.split() if v.strip())
+    return values
 
 
 def build() -> dict:
@@ -56,6 +78,7 @@ def build() -> dict:
                     for one in value.lower().split("|"):
                         if one.strip() not in SKIP:
                             values.setdefault(attribute, set()).add(one.strip())
+    zh = build_zh()
     return {
         "about": (
             "The values each attribute took in the labelled dialogue states of a public corpus's fit half, as the "
@@ -63,16 +86,19 @@ def build() -> dict:
             "hand."
         ),
         "sources": {
-            "multiwoz": "MultiWOZ 2.1 validation split, fit half (MIT; Budzianowski et al. 2018, Eric et al. 2020)"
+            "multiwoz": "MultiWOZ 2.1 validation split, fit half (MIT; Budzianowski et al. 2018, Eric et al. 2020)",
+            "crosswoz": "CrossWOZ validation split, fit half (Apache License 2.0; Zhu et al., TACL 2020)",
         },
         "attributes": {a: sorted(v) for a, v in sorted(values.items())},
+        "attributes_zh": {a: sorted(v) for a, v in sorted(zh.items())},
     }
 
 
 def main() -> None:
     data = build()
     OUT.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}: { {a: len(v) for a, v in data['attributes'].items()} }")
+    counts = {a: len(v) for a, v in (data["attributes"] | data["attributes_zh"]).items()}
+    print(f"wrote {OUT}: {counts}")
 
 
 if __name__ == "__main__":

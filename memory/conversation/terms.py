@@ -29,7 +29,7 @@ import numpy as np
 from memory.conversation.claims import COUNTED_WORDS_EN
 from memory.embeddings import models as embeddings
 from memory.text.language import has_cjk, pos_cut
-from memory.topics.values import vocabulary
+from memory.topics.values import vocabulary, zh_values_in
 
 #: Word vectors at least this alike make two terms of the same kind (fitted on MultiWOZ's fit half); more alike
 #: than ``SYNONYM`` they are one thing said two ways ("centre", "center").
@@ -421,6 +421,18 @@ def zh_replaced(old_masked: str, new_masked: str) -> list[tuple[str, str]]:
         rivals = [m for (a, b), m in shares.items() if (a == u) != (b == w)]
         if all(m < n for m in rivals):
             out.append((u, w))
+    # Values of one attribute in the vocabulary (a hotel's facilities, a dish) replace each other wherever each
+    # stands: 「有公共区域提供wifi」, later 「能够提供宽带上网」.
+    old_values, new_values = zh_values_in(old_masked), zh_values_in(new_masked)
+    paired = {u for u, _ in out} | {w for _, w in out}
+    for attribute, said in old_values.items():
+        gone = sorted(
+            v for v in said - new_values.get(attribute, frozenset()) if v not in new_masked and v not in paired
+        )
+        came = sorted(
+            v for v in new_values.get(attribute, frozenset()) - said if v not in old_masked and v not in paired
+        )
+        out.extend(zip(gone, came, strict=False))
     return out
 
 

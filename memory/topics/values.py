@@ -8,7 +8,8 @@ slot: a customer who asked for a college and then says "how about a museum?" has
 
 The vocabulary (``data/woz_values.json``) is the values of MultiWOZ 2.1's belief states in its validation split's
 **fit half** (``bench/quality/value_vocabulary_build.py``): food, attraction and lodging types, areas, price ranges
-and train stations. A word that is a whole value belongs to that value's attribute ("north": an area, though
+and train stations; and CrossWOZ's fit half's hotel facilities, hotel types and dishes, found in a Chinese text by
+the value itself (``zh_values_in``: rjieba cuts 「公共区域提供wifi」 and 「京味爆肚」 unlike any frame). A word that is a whole value belongs to that value's attribute ("north": an area, though
 "north american" is food); any other word of a value, to the one attribute whose values hold it ("sports" of
 "multiple sports"). A word two attributes claim alike belongs to neither, for it tells no slot; function words
 (sumy's English stop words: "the", "new") belong to none.
@@ -21,7 +22,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-__all__ = ["attributes_of", "vocabulary", "vocabulary_of"]
+__all__ = ["attributes_of", "vocabulary", "vocabulary_of", "zh_values_in"]
 
 DATA = Path(__file__).with_name("data") / "woz_values.json"
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
@@ -55,3 +56,27 @@ def vocabulary_of(attributes: dict[str, list[str]]) -> dict[str, str]:
 def attributes_of(word: str) -> str | None:
     """The attribute ``word`` (any case) is a value of, or ``None``."""
     return vocabulary().get(word.lower())
+
+
+@cache
+def _zh_values() -> tuple[tuple[str, str], ...]:
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    pairs = {(v, a) for a, values in data.get("attributes_zh", {}).items() for v in values if len(v) >= 2}
+    return tuple(sorted(pairs, key=lambda p: (-len(p[0]), p[0])))
+
+
+def zh_values_in(text: str) -> dict[str, frozenset[str]]:
+    """The Chinese values of the vocabulary a text says, by attribute (a hotel's facilities, its type, a dish),
+    longest first: 「公共区域和部分房间提供wifi」 is one value, not also 「部分房间提供wifi」."""
+    text = text.lower()
+    taken = [False] * len(text)
+    out: dict[str, set[str]] = {}
+    for value, attribute in _zh_values():
+        start = text.find(value)
+        while start >= 0:
+            end = start + len(value)
+            if not any(taken[start:end]):
+                taken[start:end] = [True] * (end - start)
+                out.setdefault(attribute, set()).add(value)
+            start = text.find(value, end)
+    return {a: frozenset(v) for a, v in out.items()}

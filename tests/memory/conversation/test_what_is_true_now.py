@@ -976,3 +976,15 @@ def test_a_word_where_a_price_stood_changes_the_price(acme, fake_ollama):
           "推荐您去大运河森林公园。")],
     )  # fmt: skip
     _assert_replaced(acme, "free-ticket-zh", "我后来找的景点门票是什么价位？", "门票免费", "20-50元")
+
+
+def test_another_facility_of_the_vocabulary_replaces_the_first(acme, fake_ollama):
+    # 「公共区域提供wifi」 and 「宽带上网」 share no frame and rjieba cuts them differently; both are hotel facilities
+    # in the attribute vocabulary
+    _session(
+        acme, fake_ollama, "facility-zh",
+        [("玩完了，想找个地方住下了，酒店最好有公共区域提供wifi。", "维也纳国际酒店(北京首体店)很符合您的要求。"),
+         ("地址在哪？", "地址在北京海淀区首体南路。"),
+         ("外婆家周围的酒店，有哪些酒店评分在4.5分以上，能够提供宽带上网的酒店么？", "推荐您去北京首都宾馆。")],
+    )  # fmt: skip
+    _assert_replaced(acme, "facility-zh", "我后来要求酒店提供什么设施？", "宽带上网", "公共区域提供wifi")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.conversation.terms import attribute_of
-from memory.topics.values import vocabulary_of
+from memory.topics.values import vocabulary_of, zh_values_in
 
 
 def test_kinds_of_one_attribute_share_it_and_other_attributes_differ():
@@ -32,3 +32,10 @@ def test_a_whole_value_decides_and_a_word_two_attributes_claim_alike_tells_none(
     assert "modern" not in words  # part of a cuisine and of a kind of attraction: tells neither
     assert "the" not in words  # a function word
     assert words["museum"] == "attraction type"
+
+
+def test_chinese_values_are_found_longest_first_by_attribute():
+    found = zh_values_in("这个酒店提供收费停车位和公共区域和部分房间提供wifi吗？还想吃京味爆肚")
+    assert found["酒店设施"] == {"公共区域和部分房间提供wifi"}  # not also 「部分房间提供wifi」 inside it
+    assert found["推荐菜"] == {"京味爆肚"}
+    assert zh_values_in("帮我查一下订单") == {}
