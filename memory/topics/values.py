@@ -9,10 +9,12 @@ slot: a customer who asked for a college and then says "how about a museum?" has
 The vocabulary (``data/woz_values.json``) is the values of MultiWOZ 2.1's belief states in its validation split's
 **fit half** (``bench/quality/value_vocabulary_build.py``): food, attraction and lodging types, areas, price ranges
 and train stations; and CrossWOZ's fit half's hotel facilities, hotel types and dishes, found in a Chinese text by
-the value itself (``zh_values_in``: rjieba cuts 「公共区域提供wifi」 and 「京味爆肚」 unlike any frame). A word that is a whole value belongs to that value's attribute ("north": an area, though
-"north american" is food); any other word of a value, to the one attribute whose values hold it ("sports" of
-"multiple sports"). A word two attributes claim alike belongs to neither, for it tells no slot; function words
-(sumy's English stop words: "the", "new") belong to none.
+the value itself (``zh_values_in``: rjieba cuts 「公共区域提供wifi」 and 「京味爆肚」 unlike any frame).
+
+An English word that is a whole value belongs to that value's attribute ("north": an area, though "north american"
+is food); any other word of a value, to the one attribute whose values hold it ("sports" of "multiple sports"). A
+word two attributes claim alike belongs to neither, for it tells no slot; function words (sumy's English stop
+words: "the", "new") belong to none.
 """
 
 from __future__ import annotations
