@@ -38,7 +38,7 @@ import numpy as np
 from django.db import connection
 
 from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity, states_criterion
-from memory.conversation.terms import MAX_TERMS, attribute_of, stem, terms_of, zh_terms
+from memory.conversation.terms import MAX_TERMS, attribute_of, same_attribute, stem, terms_of, zh_terms
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
@@ -336,6 +336,11 @@ class _Earlier:
     seq: int | None
     vector: str | None
     role: str | None = None
+    #: Compared only because it was said just before in the session, not among the nearest by vectors: only two
+    #: values of one attribute of the vocabulary (``terms.same_attribute``) change it, for unlike statements a few
+    #: messages apart in a chat ("a piece of chocolate cake" after "a chocolate raspberry tart") are rarely one
+    #: choice revised.
+    unlike: bool = False
 
 
 def _role(data: Any) -> str | None:
@@ -374,7 +379,16 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earli
             if old_id not in seen_by[new_id]:
                 out[new_id].append(
                     _Earlier(
-                        old_id, content, created_at, float(similarity), nearby, session_id, seq, vector, _role(data)
+                        old_id,
+                        content,
+                        created_at,
+                        float(similarity),
+                        nearby,
+                        session_id,
+                        seq,
+                        vector,
+                        _role(data),
+                        unlike=True,
                     )
                 )
         for unit in new:
@@ -542,6 +556,8 @@ def _replacing(
         for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model, none_of):
             if _other_matters(old_term, new_term):
                 continue  # 「餐馆」 then 「酒店」: a second matter asked about, not another choice in the first
+            if e.unlike and not same_attribute(old_term, new_term):
+                continue
             out.setdefault(old_term, new_term)
     return out
 
@@ -627,7 +643,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
                     for u, w in replacing.items()
                     if _names_term(old_claim.masked, u) and not _names_term(old_claim.masked, w)
                 ]
-            if asks_only and not terms:
+            if (asks_only or earlier.unlike) and not terms:
                 continue
             # The customer's own requests on one matter, in one session: a later one with another value of a
             # labelled attribute is a new wish for it (a second search with another budget).

@@ -510,6 +510,16 @@ def attribute_of(word: str) -> str | None:
     return vocabulary().get(word) or _attributes_by_stem().get(stem(word))
 
 
+def same_attribute(word: str, other: str) -> bool:
+    """Whether two terms are values of one attribute of the vocabulary: English words by ``attribute_of``,
+    Chinese values by ``memory.topics.values.zh_values_in`` (「公共区域提供wifi」, 「宽带上网」)."""
+    if has_cjk(word) or has_cjk(other):
+        kinds, other_kinds = zh_values_in(word), zh_values_in(other)
+        return any(word in kinds.get(a, ()) and other in other_kinds.get(a, ()) for a in kinds)
+    attribute = attribute_of(word)
+    return attribute is not None and attribute == attribute_of(other)
+
+
 def _same_slot(
     word: str, frames: dict[str, frozenset[str]], other: str, other_frames: dict[str, frozenset[str]]
 ) -> bool:
@@ -698,6 +708,6 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
 
 __all__ = [
     "FRAMED_KIND", "MAX_NEW", "MAX_TERMS", "SAME_KIND",
-    "attribute_of", "disowned", "refused", "replaced", "states_choice", "stem", "terms_of", "word_vectors",
-    "zh_terms", "zh_tokens",
+    "attribute_of", "disowned", "refused", "replaced", "same_attribute", "states_choice", "stem", "terms_of",
+    "word_vectors", "zh_terms", "zh_tokens",
 ]  # fmt: skip
