@@ -43,14 +43,17 @@ SKIP = {"", "not mentioned", "none", "dontcare", "don't care", "dont care"}
 ATTRIBUTES_ZH = {("酒店", "酒店设施"): "酒店设施", ("酒店", "酒店类型"): "酒店类型", ("餐馆", "推荐菜"): "推荐菜"}
 
 
-def build_zh() -> dict[str, set[str]]:
-    path = SHARED / "crosswoz_val.json.zip"
+def _fit_half(corpus: str) -> list[dict]:
+    """The dialogues of a corpus's validation split in its fit half."""
+    path = SHARED / ("crosswoz_val.json.zip" if corpus == "crosswoz" else "multiwoz21_val.json.zip")
     with zipfile.ZipFile(path) as archive:
         raw = json.loads(archive.read(archive.namelist()[0]))
+    return [d for i, d in raw.items() if half_of(f"{corpus}-{i}") == "fit"]
+
+
+def build_zh() -> dict[str, set[str]]:
     values: dict[str, set[str]] = {}
-    for dialogue_id, dialogue in raw.items():
-        if half_of(f"crosswoz-{dialogue_id}") != "fit":
-            continue
+    for dialogue in _fit_half("crosswoz"):
         for message in dialogue["messages"]:
             for domain, slots in (message.get("sys_state") or {}).items():
                 for slot, value in slots.items():
@@ -62,13 +65,8 @@ def build_zh() -> dict[str, set[str]]:
 
 
 def build() -> dict:
-    path = SHARED / "multiwoz21_val.json.zip"
-    with zipfile.ZipFile(path) as archive:
-        raw = json.loads(archive.read(archive.namelist()[0]))
     values: dict[str, set[str]] = {}
-    for dialogue_id, dialogue in raw.items():
-        if half_of(f"multiwoz-{dialogue_id}") != "fit":
-            continue
+    for dialogue in _fit_half("multiwoz"):
         for entry in dialogue["log"]:
             for domain, parts in (entry.get("metadata") or {}).items():
                 for slot, value in (parts.get("semi") or {}).items():

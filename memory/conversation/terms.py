@@ -12,7 +12,9 @@ vectors (co-hyponyms — two cuisines, two areas, two price levels — are; a cu
 
 Word vectors are the sentence model's vectors of the single words: measured for English words only. The
 Chinese sentence model's word vectors place 「额度」 (a card's limit) nearest 「账单」 (its bill), so Chinese words
-are not compared here; their values are mostly typed (amounts, scores, hours: ``memory.conversation.claims``).
+are compared by frame alone (``zh_replaced``); their values are mostly typed (amounts, scores, hours:
+``memory.conversation.claims``). In both languages two values of one attribute of the labelled vocabulary
+(``memory.topics.values``: "college" and "museum", 「公共区域提供wifi」 and 「宽带上网」) fill one slot.
 """
 
 from __future__ import annotations
@@ -525,11 +527,13 @@ def _same_slot(
 ) -> bool:
     """Whether two terms are values of one attribute ("college", "museum") and not given different directions
     ("from *Cambridge*", "to *London*": two places of one route)."""
-    attribute = attribute_of(word)
-    if attribute is None or attribute != attribute_of(other):
-        return False
+    return same_attribute(word, other) and not _crossed(word, frames, other, other_frames)
+
+
+def _crossed(word: str, frames: dict[str, frozenset[str]], other: str, other_frames: dict[str, frozenset[str]]) -> bool:
+    """Whether two words are given different directions ("from Cambridge", "to London")."""
     roles, other_roles = _roles(frames, word), _roles(other_frames, other)
-    return not (roles and other_roles and not roles & other_roles)
+    return bool(roles and other_roles and not roles & other_roles)
 
 
 #: A word whose polarity in the sentiment lexicon is at least this strong judges what was found ("nice", "great",
@@ -685,12 +689,7 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     )  # fmt: skip
     # Two places given different directions ("from Cambridge", later "going to London") are two ends of one route,
     # whatever else frames them.
-    crossed = np.array(
-        [
-            [bool((a := _roles(old_frames, u)) and (b := _roles(new_frames, w)) and not a & b) for w in came]
-            for u in gone
-        ]
-    )
+    crossed = np.array([[_crossed(u, old_frames, w, new_frames) for w in came] for u in gone], dtype=bool)
     fits = (
         (alike < SYNONYM)
         & ~crossed
