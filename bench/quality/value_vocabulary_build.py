@@ -6,9 +6,11 @@ An attribute is a slot of MultiWOZ 2.1's belief state whose values are words, no
 ``food``, an attraction's or a hotel's ``type``, an ``area`` and a ``pricerange`` (one attribute each, whatever the
 domain), and a train's ``departure`` and ``destination`` (one attribute, ``place``: the same stations are both); and of
 CrossWOZ's ``sys_state``, a hotel's facilities and type and a restaurant's dishes, each item of a list a value.
-Venue names, times, days and counts are left out: names are said whole and have other words in common
-("… guest house", "… college"), the rest have patterns of their own (``memory.conversation.claims``). Each value
-is kept as said in the states (lower-cased; "hotel|guesthouse" is two values).
+Venue names, times, days and counts are left out: names are said whole and have other words in common ("… guest
+house", "… college"), the rest have patterns of their own (``memory.conversation.claims``). Each value is kept as
+said in the states (lower-cased; "hotel|guesthouse" is two values). Each attribute's sense words
+(``memory.topics.values.senses_of``) come from the customer turns of MultiWOZ's fit half that gave it a new value
+said in their words; its domains are those it is a slot of.
 
     .venv/bin/python bench/quality/value_vocabulary_build.py
 """
@@ -16,6 +18,7 @@ is kept as said in the states (lower-cased; "hotel|guesthouse" is two values).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -24,7 +27,14 @@ BENCH_DIR = Path(__file__).resolve().parents[1]
 if str(BENCH_DIR.parent) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR.parent))
 
+import django  # noqa: E402
+
+import bench.common  # noqa: E402, F401  (its settings module)
 from bench.quality.topic_switch_public import half_of  # noqa: E402
+
+django.setup()  # the models module only: no database is opened
+
+from memory.topics.values import senses_of, vocabulary_of  # noqa: E402
 
 SHARED = Path("/work/shared/bench")
 OUT = BENCH_DIR.parent / "memory" / "topics" / "data" / "woz_values.json"
@@ -37,6 +47,7 @@ ATTRIBUTES = {
     ("restaurant", "pricerange"): "price range", ("hotel", "pricerange"): "price range",
     ("train", "departure"): "place", ("train", "destination"): "place",
 }  # fmt: skip
+_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
 SKIP = {"", "not mentioned", "none", "dontcare", "don't care", "dont care"}
 #: (domain, slot) of CrossWOZ's ``sys_state`` → the attribute; its values are lists said with spaces between
 #: (「24小时热水 无烟房」), each item a value.
@@ -64,6 +75,29 @@ def build_zh() -> dict[str, set[str]]:
     return values
 
 
+def _stating_turns(vocabulary: dict[str, str]) -> list[tuple[str, frozenset[str]]]:
+    """Each customer turn of MultiWOZ's fit half, with the attributes it gave a new value that its words say (the
+    belief state after the turn, on the system turn that follows it, against the one before)."""
+    turns = []
+    for dialogue in _fit_half("multiwoz"):
+        log, before = dialogue["log"], {}
+        for i in range(0, len(log) - 1, 2):
+            text = log[i]["text"]
+            words = set(_WORD.findall(text.lower()))
+            stated = set()
+            for domain, parts in (log[i + 1].get("metadata") or {}).items():
+                for slot, value in (parts.get("semi") or {}).items():
+                    attribute = ATTRIBUTES.get((domain, slot))
+                    if attribute is None or not isinstance(value, str):
+                        continue
+                    if value.lower() not in SKIP and before.get((domain, slot)) != value:
+                        if any(vocabulary.get(w) == attribute for w in words & set(_WORD.findall(value.lower()))):
+                            stated.add(attribute)
+                    before[(domain, slot)] = value
+            turns.append((text, frozenset(stated)))
+    return turns
+
+
 def build() -> dict:
     values: dict[str, set[str]] = {}
     for dialogue in _fit_half("multiwoz"):
@@ -77,6 +111,7 @@ def build() -> dict:
                         if one.strip() not in SKIP:
                             values.setdefault(attribute, set()).add(one.strip())
     zh = build_zh()
+    attributes = {a: sorted(v) for a, v in sorted(values.items())}
     return {
         "about": (
             "The values each attribute took in the labelled dialogue states of a public corpus's fit half, as the "
@@ -87,7 +122,9 @@ def build() -> dict:
             "multiwoz": "MultiWOZ 2.1 validation split, fit half (MIT; Budzianowski et al. 2018, Eric et al. 2020)",
             "crosswoz": "CrossWOZ validation split, fit half (Apache License 2.0; Zhu et al., TACL 2020)",
         },
-        "attributes": {a: sorted(v) for a, v in sorted(values.items())},
+        "attributes": attributes,
+        "domains": {a: sorted({d for (d, _), b in ATTRIBUTES.items() if b == a}) for a in attributes},
+        "senses": senses_of(_stating_turns(vocabulary_of(attributes)), vocabulary_of(attributes)),
         "attributes_zh": {a: sorted(v) for a, v in sorted(zh.items())},
     }
 

@@ -45,7 +45,8 @@ from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
 from memory.text.language import has_cjk
-from memory.topics.domains import classify, leaning, named_domains
+from memory.topics.domains import MIN_SIMILARITY, classify, leaning, named_domains
+from memory.topics.values import attributes_in
 
 logger = logging.getLogger(__name__)
 
@@ -424,13 +425,16 @@ def _vector(raw: Any) -> np.ndarray | None:
 class _Matters:
     """The matter (``memory.topics.domains``) of units: a unit's own when its words show one (its neighbours
     among the domain examples agree, or vote ``LEANING_VOTE`` for one), else the last one shown in its session up
-    to ``CONTEXT`` messages before it, else the one domain its words name. None when none of these shows one."""
+    to ``CONTEXT`` messages before it, else the one domain its words name. None when none of these shows one, and
+    for a unit unlike every example (its nearest below ``memory.topics.domains.MIN_SIMILARITY``) that is no brief
+    follow-up."""
 
     def __init__(self, tenant: Any, new: Sequence[MemoryUnit]) -> None:
         self._own: dict[Any, str | None] = {}
         self._content: dict[Any, str] = {}
         self._leaning: dict[Any, str] = {}  # the domain most of a unit's neighbours vote for, short of agreeing
         self._no_matter: set[Any] = set()
+        self._unlike: set[Any] = set()  # units unlike every domain example
         self._at: dict[Any, list[tuple[int, Any]]] = {}  # session → [(seq, unit id)]
         self._where: dict[Any, tuple[Any, int]] = {}
         messages = [u.source_message_id for u in new if u.source_message_id]
@@ -446,7 +450,12 @@ class _Matters:
             return
         guess = classify(_vector(vector), model) if vector is not None else None
         self._own[unit_id] = guess.domain if guess else None
-        if guess is not None and guess.likely is not None and guess.share >= LEANING_VOTE:
+        if guess is not None and guess.similarity < MIN_SIMILARITY and not is_brief(claim_of(content)):
+            # Unlike every domain example (small talk about a cake, a photo of a sports car): of no matter, neither
+            # its own, however the far examples vote, nor one shown around it. A brief follow-up is unlike them too
+            # ("Let's try Lebanese."): it takes the matter being settled.
+            self._unlike.add(unit_id)
+        elif guess is not None and guess.likely is not None and guess.share >= LEANING_VOTE:
             self._leaning[unit_id] = guess.likely
         if guess is not None and guess.no_matter:
             self._no_matter.add(unit_id)
@@ -458,6 +467,11 @@ class _Matters:
 
     def note(self, earlier: _Earlier, model: str) -> None:
         self._note(earlier.id, earlier.session_id, earlier.seq, earlier.vector, model, earlier.content)
+
+    def own(self, unit_id: Any) -> str | None:
+        """The matter a unit's own words show, its neighbours among the domain examples agreeing; not one read
+        from its session."""
+        return self._own.get(unit_id)
 
     def names_none(self, unit_id: Any) -> bool:
         """Whether a unit's own words name no matter at all: thanks, a farewell, "that is all for today"."""
@@ -474,6 +488,8 @@ class _Matters:
         return where[0] if where else None
 
     def of(self, unit_id: Any) -> str | None:
+        if unit_id in self._unlike:
+            return None
         own = self._own.get(unit_id) or self._leaning.get(unit_id)
         if own is not None:
             return own
@@ -553,7 +569,11 @@ def _replacing(
         if matters.of(e.id) != matter:
             continue
         none_of = frozenset().union(*(terms for at, terms in refusals if at > _said(e)))
-        for old_term, new_term in replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model, none_of):
+        # A statement whose own words show its matter means that matter's attributes ("Is there something like a
+        # museum?": an attraction's kind), whatever words it says.
+        meant = attributes_in(matters.own(unit.pk)) | attributes_in(matters.own(e.id))
+        pairs = replaced_terms(claims.of(e).masked, claim.masked, unit.embedding_model, none_of, meant)
+        for old_term, new_term in pairs:
             if _other_matters(old_term, new_term):
                 continue  # 「餐馆」 then 「酒店」: a second matter asked about, not another choice in the first
             if e.unlike and not same_attribute(old_term, new_term):

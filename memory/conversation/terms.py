@@ -31,7 +31,7 @@ import numpy as np
 from memory.conversation.claims import COUNTED_WORDS_EN
 from memory.embeddings import models as embeddings
 from memory.text.language import has_cjk, pos_cut
-from memory.topics.values import vocabulary, zh_values_in
+from memory.topics.values import senses, vocabulary, zh_values_in
 
 #: Word vectors at least this alike make two terms of the same kind (fitted on MultiWOZ's fit half); more alike
 #: than ``SYNONYM`` they are one thing said two ways ("centre", "center").
@@ -522,12 +522,31 @@ def same_attribute(word: str, other: str) -> bool:
     return attribute is not None and attribute == attribute_of(other)
 
 
+@cache
+def _sense_stems() -> dict[str, frozenset[str]]:
+    return {a: frozenset(stem(w) for w in words) for a, words in senses().items()}
+
+
+def _sensed(old_masked: str, new_masked: str) -> frozenset[str]:
+    """The attributes whose values two statements may mean in the attribute's sense: one of them says a sense word
+    of it (``memory.topics.values.senses``: "food", "serves" for a cuisine), in any of its forms. "I'm learning
+    German", later "resources for learning Spanish" says none of a cuisine's: two languages, not two cuisines."""
+    said = {stem(w) for w in _LATIN_WORD.findall(f"{old_masked} {new_masked}".lower())}
+    return frozenset(a for a, stems in _sense_stems().items() if stems & said)
+
+
 def _same_slot(
-    word: str, frames: dict[str, frozenset[str]], other: str, other_frames: dict[str, frozenset[str]]
+    word: str,
+    frames: dict[str, frozenset[str]],
+    other: str,
+    other_frames: dict[str, frozenset[str]],
+    sensed: frozenset[str],
 ) -> bool:
-    """Whether two terms are values of one attribute ("college", "museum") and not given different directions
-    ("from *Cambridge*", "to *London*": two places of one route)."""
-    return same_attribute(word, other) and not _crossed(word, frames, other, other_frames)
+    """Whether two terms are values of one attribute ("college", "museum") meant in its sense (``_sensed``) and
+    not given different directions ("from *Cambridge*", "to *London*": two places of one route)."""
+    return (
+        same_attribute(word, other) and attribute_of(word) in sensed and not _crossed(word, frames, other, other_frames)
+    )
 
 
 def _crossed(word: str, frames: dict[str, frozenset[str]], other: str, other_frames: dict[str, frozenset[str]]) -> bool:
@@ -615,7 +634,11 @@ def disowned(masked: str) -> frozenset[str]:
 
 
 def replaced(
-    old_masked: str, new_masked: str, model: str, none_of: frozenset[str] = frozenset()
+    old_masked: str,
+    new_masked: str,
+    model: str,
+    none_of: frozenset[str] = frozenset(),
+    meant: frozenset[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """The terms of the older statement that a term of the newer takes the place of, as ``(old term, new
     term)``: terms only one of them holds, each the other's best match and alike enough — by word vectors
@@ -626,12 +649,16 @@ def replaced(
     choice is its replacement. Nothing when either says more than ``MAX_TERMS`` terms; a newer statement that
     brings more than ``MAX_NEW`` is no revision of one choice, unless it answers the agent's refusal: then only
     a term refused can be replaced. A term the newer statement disowns ("west, *not south*": ``disowned``) is
-    not said by it, and is framed as a refused one is."""
+    not said by it, and is framed as a refused one is. Two values of one attribute of the vocabulary fill one slot
+    only where they are meant in its sense: a sense word of it is said (``_sensed``), or it is among ``meant``
+    (the attributes of the statements' own matters, which the caller knows)."""
     chinese = zh_replaced(old_masked, new_masked) if has_cjk(old_masked) and has_cjk(new_masked) else []
-    return chinese + _latin_replaced(old_masked, new_masked, model, none_of)
+    return chinese + _latin_replaced(old_masked, new_masked, model, none_of, meant)
 
 
-def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: frozenset[str]) -> list[tuple[str, str]]:
+def _latin_replaced(
+    old_masked: str, new_masked: str, model: str, none_of: frozenset[str], meant: frozenset[str]
+) -> list[tuple[str, str]]:
     old, new = _latin_terms(old_masked), _latin_terms(new_masked)
     if not old or not new:
         return []
@@ -646,6 +673,7 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     gone = sorted(w for w in old - new if stems[w] not in kept_new)
     came = sorted(w for w in new - old if stems[w] not in kept_old)
     old_frames, new_frames = _frames(old_masked), _frames(new_masked)
+    sensed = _sensed(old_masked, new_masked) | meant
     # A place said in both whose direction another word of the newer now has ("a train *from* Cambridge", later "a
     # train to Cambridge, coming *from* London"): where it stood is left, and that word replaces it.
     taken = {w: _roles(new_frames, w) for w in new}
@@ -658,7 +686,7 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
         # A long answer to the agent's "there is none of X" still revises X, and a long statement that gives an
         # attribute another of its values ("sorry for changing my mind again but cheap is fine …") revises that
         # value: only those can be what it replaces.
-        gone = [w for w in gone if w in none_of or any(_same_slot(w, old_frames, u, new_frames) for u in came)]
+        gone = [w for w in gone if w in none_of or any(_same_slot(w, old_frames, u, new_frames, sensed) for u in came)]
     if not gone or not came or len(old) > MAX_TERMS or len(new) > MAX_TERMS:
         return []
     vectors = word_vectors([*gone, *came], model)
@@ -676,7 +704,7 @@ def _latin_replaced(old_masked: str, new_masked: str, model: str, none_of: froze
     framed |= np.array([[u in none_of] * len(came) for u in gone], dtype=bool)
     # Two values of one attribute in the labelled vocabulary fill one slot ("a college", later "how about a
     # museum?"), where word vectors place them no nearer than the matter's own words.
-    slot = np.array([[_same_slot(u, old_frames, w, new_frames) for w in came] for u in gone], dtype=bool)
+    slot = np.array([[_same_slot(u, old_frames, w, new_frames, sensed) for w in came] for u in gone], dtype=bool)
     # A word of a name ("I suppose *Cambridge Artworks* sounds cool", "a table at *Curry Prince*") picks a venue;
     # it replaces a value of an attribute only when it is a value of that attribute too ("London Kings Cross").
     named = _name_words(new_masked)

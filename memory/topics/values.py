@@ -11,6 +11,13 @@ The vocabulary (``data/woz_values.json``) is the values of MultiWOZ 2.1's belief
 and train stations; and CrossWOZ's fit half's hotel facilities, hotel types and dishes, found in a Chinese text by
 the value itself (``zh_values_in``: rjieba cuts 「公共区域提供wifi」 and 「京味爆肚」 unlike any frame).
 
+A value's word has other senses outside its slot: "German" is a cuisine in "german food" and a language in "I'm
+learning German". The fit half also gives each attribute the words customers say along with a new value of it
+(``senses``: "food", "serves", "restaurant" for a cuisine; "train", "leaving", "arrive" for a station), words said
+with it far more often than in the customer's turns at large (``senses_of``). A value is read in its attribute's
+sense only in words that say one of them, or in a statement whose own matter is a domain the attribute is a
+slot of (``attributes_in``: "Is there something like a museum?" is an attraction's, whatever its words).
+
 An English word that is a whole value belongs to that value's attribute ("north": an area, though "north american"
 is food); any other word of a value, to the one attribute whose values hold it ("sports" of "multiple sports"). A
 word two attributes claim alike belongs to neither, for it tells no slot; function words (sumy's English stop
@@ -24,7 +31,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-__all__ = ["attributes_of", "vocabulary", "vocabulary_of", "zh_values_in"]
+__all__ = ["attributes_in", "attributes_of", "senses", "senses_of", "vocabulary", "vocabulary_of", "zh_values_in"]
 
 DATA = Path(__file__).with_name("data") / "woz_values.json"
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
@@ -53,6 +60,65 @@ def vocabulary_of(attributes: dict[str, list[str]]) -> dict[str, str]:
     out = {w: next(iter(a)) for w, a in part.items() if len(a) == 1 and w not in whole}
     out.update({w: next(iter(a)) for w, a in whole.items() if len(a) == 1})
     return {w: a for w, a in out.items() if w not in stop and len(w) >= 3}
+
+
+#: A word is a sense word of an attribute when it was said with at least this many of the attribute's new values …
+SENSE_COUNT = 5
+#: … and this many times more often than in the customer's turns at large.
+SENSE_LIFT = 2.0
+
+
+def senses_of(turns: list[tuple[str, frozenset[str]]], vocabulary: dict[str, str]) -> dict[str, list[str]]:
+    """Each attribute's sense words from labelled customer turns: ``turns`` is each turn's text with the
+    attributes it gave a new value, said in its words. A sense word is said in at least ``SENSE_COUNT`` of the
+    turns that state the attribute, ``SENSE_LIFT`` times as often there as in all the turns; no function word, no
+    word of the vocabulary, nothing shorter than three letters."""
+    from sumy.utils import get_stop_words
+
+    stop = frozenset(w.lower() for w in get_stop_words("english"))
+    everywhere: dict[str, int] = {}
+    stating: dict[str, dict[str, int]] = {}
+    counts: dict[str, int] = {}
+    for text, attributes in turns:
+        words = {w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in stop and w not in vocabulary}
+        for word in words:
+            everywhere[word] = everywhere.get(word, 0) + 1
+        for attribute in attributes:
+            counts[attribute] = counts.get(attribute, 0) + 1
+            said = stating.setdefault(attribute, {})
+            for word in words:
+                said[word] = said.get(word, 0) + 1
+    out = {}
+    for attribute, said in stating.items():
+        out[attribute] = sorted(
+            w
+            for w, n in said.items()
+            if n >= SENSE_COUNT and (n / counts[attribute]) / (everywhere[w] / len(turns)) >= SENSE_LIFT
+        )
+    return out
+
+
+@cache
+def senses() -> dict[str, frozenset[str]]:
+    """Each attribute → the words that say a value of it is meant in its sense (the shipped ``senses_of``)."""
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    return {a: frozenset(words) for a, words in data.get("senses", {}).items()}
+
+
+@cache
+def _domains() -> dict[str, frozenset[str]]:
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    out: dict[str, set[str]] = {}
+    for attribute, domains in data.get("domains", {}).items():
+        for domain in domains:
+            out.setdefault(domain, set()).add(attribute)
+    return {d: frozenset(a) for d, a in out.items()}
+
+
+def attributes_in(domain: str | None) -> frozenset[str]:
+    """The attributes that are slots of ``domain`` (``memory.topics.domains``: "restaurant" → food, area, price
+    range); none for ``None`` or a domain the vocabulary has no slot of."""
+    return _domains().get(domain, frozenset()) if domain else frozenset()
 
 
 def attributes_of(word: str) -> str | None:

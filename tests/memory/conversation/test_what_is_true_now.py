@@ -988,3 +988,51 @@ def test_another_facility_of_the_vocabulary_replaces_the_first(acme, fake_ollama
          ("外婆家周围的酒店，有哪些酒店评分在4.5分以上，能够提供宽带上网的酒店么？", "推荐您去北京首都宾馆。")],
     )  # fmt: skip
     _assert_replaced(acme, "facility-zh", "我后来要求酒店提供什么设施？", "宽带上网", "公共区域提供wifi")
+
+
+def test_a_cuisines_word_said_in_another_sense_replaces_nothing(globex, fake_ollama):
+    # "German" and "Spanish" are cuisines in the vocabulary, and the session was on a restaurant just before, but
+    # neither statement speaks of food: two languages, both still true
+    _session(
+        globex, fake_ollama, "language-en",
+        [("Can you recommend a good place to eat tonight?", "The Golden Curry is lovely."),
+         ("I'm learning German now.", "That's impressive!"),
+         ("Have you come across any good resources for learning Spanish?", "There are some good apps for that.")],
+    )  # fmt: skip
+    _unchanged(globex, "learning German")
+
+
+def test_a_cuisine_revised_with_no_word_of_food_is_still_replaced(globex, fake_ollama):
+    # The first request speaks of a restaurant: "spanish" after it is the cuisine wanted now
+    _session(
+        globex, fake_ollama, "cuisine-sense-en",
+        [("I want to find a german restaurant.", "I'm sorry, there are none."),
+         ("How about spanish?", "La Raza is a spanish restaurant.")],
+    )  # fmt: skip
+    _assert_replaced(globex, "cuisine-sense-en", "What cuisine did I want?", "spanish", "german restaurant")
+
+
+def test_small_talk_unlike_every_domain_example_replaces_nothing(globex, fake_ollama):
+    # Most of the far domain examples are a restaurant's, but none is close: a favourite recipe and a love of
+    # cooking are small talk, and neither replaces a word of the other
+    _session(
+        globex, fake_ollama, "small-talk-en",
+        [("I love cooking! My favorite recipe is Chicken Pot Pie. It's so cozy and delicious, especially on a cold "
+          "day.", "That sounds wonderful."),
+         ("I love trying out new recipes and experimenting in the kitchen - it's like an escape for me.",
+          "Cooking is a great hobby.")],
+    )  # fmt: skip
+    _unchanged(globex, "Chicken Pot Pie")
+
+
+def test_a_kind_said_in_a_statement_whose_own_matter_shows_it_is_replaced(globex, fake_ollama):
+    # Neither statement says a word customers say with a kind of attraction, but each one's own words are an
+    # attraction's by the domain examples: "architecture" replaces the museum
+    _session(
+        globex, fake_ollama, "own-matter-en",
+        [("Can you look for a museum for me?", "There are 12 museums. Which area would you like?"),
+         ("Actually, is there something like architecture?", "All Saints Church is in the centre.")],
+    )  # fmt: skip
+    _assert_replaced(
+        globex, "own-matter-en", "What type of attraction did I want to visit?", "architecture", "look for a museum"
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.conversation.terms import attribute_of
-from memory.topics.values import vocabulary_of, zh_values_in
+from memory.topics.values import senses, senses_of, vocabulary_of, zh_values_in
 
 
 def test_kinds_of_one_attribute_share_it_and_other_attributes_differ():
@@ -39,3 +39,19 @@ def test_chinese_values_are_found_longest_first_by_attribute():
     assert found["酒店设施"] == {"公共区域和部分房间提供wifi"}  # not also 「部分房间提供wifi」 inside it
     assert found["推荐菜"] == {"京味爆肚"}
     assert zh_values_in("帮我查一下订单") == {}
+
+
+def test_sense_words_are_said_with_an_attributes_values_far_more_than_elsewhere():
+    vocabulary = {"german": "food", "spanish": "food", "north": "area"}
+    turns = [(f"I want {c} food at a restaurant please", frozenset({"food"})) for c in ("german", "spanish") * 3]
+    turns += [(f"A hotel in the {a} please", frozenset({"area"})) for a in ("north",) * 5]
+    turns += [("Please book it for me", frozenset())] * 20
+    senses = senses_of(turns, vocabulary)
+    assert senses["food"] == ["food", "restaurant"]  # "please" is said everywhere, "want" is a function word
+    assert senses["area"] == ["hotel"]
+
+
+def test_the_shipped_senses_tell_a_cuisine_by_food_and_a_station_by_the_train():
+    assert {"food", "restaurant"} <= senses()["food"]
+    assert "train" in senses()["place"]
+    assert "learning" not in senses()["food"]
