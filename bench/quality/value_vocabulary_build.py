@@ -112,6 +112,7 @@ def build() -> dict:
                             values.setdefault(attribute, set()).add(one.strip())
     zh = build_zh()
     attributes = {a: sorted(v) for a, v in sorted(values.items())}
+    words = vocabulary_of(attributes)
     return {
         "about": (
             "The values each attribute took in the labelled dialogue states of a public corpus's fit half, as the "
@@ -124,7 +125,7 @@ def build() -> dict:
         },
         "attributes": attributes,
         "domains": {a: sorted({d for (d, _), b in ATTRIBUTES.items() if b == a}) for a in attributes},
-        "senses": senses_of(_stating_turns(vocabulary_of(attributes)), vocabulary_of(attributes)),
+        "senses": senses_of(_stating_turns(words), words),
         "attributes_zh": {a: sorted(v) for a, v in sorted(zh.items())},
     }
 

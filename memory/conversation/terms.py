@@ -531,7 +531,13 @@ def _sensed(old_masked: str, new_masked: str) -> frozenset[str]:
     """The attributes whose values two statements may mean in the attribute's sense: one of them says a sense word
     of it (``memory.topics.values.senses``: "food", "serves" for a cuisine), in any of its forms. "I'm learning
     German", later "resources for learning Spanish" says none of a cuisine's: two languages, not two cuisines."""
-    said = {stem(w) for w in _LATIN_WORD.findall(f"{old_masked} {new_masked}".lower())}
+    return _senses_said(old_masked) | _senses_said(new_masked)
+
+
+@lru_cache(maxsize=4096)
+def _senses_said(masked: str) -> frozenset[str]:
+    """The attributes a statement says a sense word of. Cached: a statement is compared with many."""
+    said = {stem(w) for w in _LATIN_WORD.findall(masked.lower())}
     return frozenset(a for a, stems in _sense_stems().items() if stems & said)
 
 

@@ -30,6 +30,7 @@ import json
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 __all__ = ["attributes_in", "attributes_of", "senses", "senses_of", "vocabulary", "vocabulary_of", "zh_values_in"]
 
@@ -38,9 +39,15 @@ _WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
 
 
 @cache
+def _data() -> dict[str, Any]:
+    """The shipped vocabulary file, read once per process."""
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+@cache
 def vocabulary() -> dict[str, str]:
     """Each word of the shipped values → the one attribute it belongs to (lower-cased)."""
-    return vocabulary_of(json.loads(DATA.read_text(encoding="utf-8"))["attributes"])
+    return vocabulary_of(_data()["attributes"])
 
 
 def vocabulary_of(attributes: dict[str, list[str]]) -> dict[str, str]:
@@ -101,13 +108,13 @@ def senses_of(turns: list[tuple[str, frozenset[str]]], vocabulary: dict[str, str
 @cache
 def senses() -> dict[str, frozenset[str]]:
     """Each attribute → the words that say a value of it is meant in its sense (the shipped ``senses_of``)."""
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = _data()
     return {a: frozenset(words) for a, words in data.get("senses", {}).items()}
 
 
 @cache
 def _domains() -> dict[str, frozenset[str]]:
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = _data()
     out: dict[str, set[str]] = {}
     for attribute, domains in data.get("domains", {}).items():
         for domain in domains:
@@ -128,7 +135,7 @@ def attributes_of(word: str) -> str | None:
 
 @cache
 def _zh_values() -> tuple[tuple[str, str], ...]:
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = _data()
     pairs = {(v, a) for a, values in data.get("attributes_zh", {}).items() for v in values if len(v) >= 2}
     return tuple(sorted(pairs, key=lambda p: (-len(p[0]), p[0])))
 
