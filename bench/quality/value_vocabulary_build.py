@@ -72,7 +72,42 @@ def build_zh() -> dict[str, set[str]]:
                     if attribute is None or not isinstance(value, str):
                         continue
                     values.setdefault(attribute, set()).update(v.strip().lower() for v in value.split() if v.strip())
+    for attribute, catalogue in catalogue_zh().items():
+        values.setdefault(attribute, set()).update(catalogue)
     return values
+
+
+def catalogue_zh() -> dict[str, set[str]]:
+    """The values the venue database the clerks answered from offers (``crosswoz_db``: each restaurant's dishes,
+    each hotel's facilities and type), as a tenant's catalogue would give them: what a customer can ask for,
+    whichever dialogues ask. Not labels: no dialogue of either half is read. A value with no noun among the
+    segmenter's words (「其他」, a pronoun; 「都可以」) is a phrase of the language, not an offer, and is left out."""
+    import rjieba
+
+    out: dict[str, set[str]] = {}
+    for (domain, slot), attribute in ATTRIBUTES_ZH.items():
+        table = {"餐馆": "restaurant_db.json", "酒店": "hotel_db.json"}[domain]
+        for _, venue in json.loads((SHARED / "crosswoz_db" / table).read_text(encoding="utf-8")):
+            offered = venue.get(slot)
+            for value in offered if isinstance(offered, list) else [offered]:
+                value = (value or "").strip().lower()
+                if len(value) >= 2 and any(flag.startswith("n") for _, flag in rjieba.tag(value)):
+                    out.setdefault(attribute, set()).add(value)
+    return out
+
+
+def names_zh() -> list[str]:
+    """The venues' names in the same database (attractions, hotels, restaurants), and each name's head before its
+    branch in brackets (「北京烤鸭」 of 「北京烤鸭(前门店)」): a value said inside a name (「烤鸭」) names the venue,
+    not a dish asked for. Names shorter than 3 characters are left out: they are words of the language too."""
+    out: set[str] = set()
+    for table in ("attraction_db.json", "hotel_db.json", "restaurant_db.json"):
+        for name, _ in json.loads((SHARED / "crosswoz_db" / table).read_text(encoding="utf-8")):
+            name = name.strip().lower()
+            for one in (name, re.split(r"[(（]", name)[0].strip()):
+                if len(one) >= 3:
+                    out.add(one)
+    return sorted(out)
 
 
 def _stating_turns(vocabulary: dict[str, str]) -> list[tuple[str, frozenset[str]]]:
@@ -121,12 +156,16 @@ def build() -> dict:
         ),
         "sources": {
             "multiwoz": "MultiWOZ 2.1 validation split, fit half (MIT; Budzianowski et al. 2018, Eric et al. 2020)",
-            "crosswoz": "CrossWOZ validation split, fit half (Apache License 2.0; Zhu et al., TACL 2020)",
+            "crosswoz": (
+                "CrossWOZ validation split, fit half, and its venue database's dishes, hotel facilities and types "
+                "(Apache License 2.0; Zhu et al., TACL 2020)"
+            ),
         },
         "attributes": attributes,
         "domains": {a: sorted({d for (d, _), b in ATTRIBUTES.items() if b == a}) for a in attributes},
         "senses": senses_of(_stating_turns(words), words),
         "attributes_zh": {a: sorted(v) for a, v in sorted(zh.items())},
+        "names_zh": names_zh(),
     }
 
 

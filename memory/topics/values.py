@@ -8,8 +8,10 @@ slot: a customer who asked for a college and then says "how about a museum?" has
 
 The vocabulary (``data/woz_values.json``) is the values of MultiWOZ 2.1's belief states in its validation split's
 **fit half** (``bench/quality/value_vocabulary_build.py``): food, attraction and lodging types, areas, price ranges
-and train stations; and CrossWOZ's fit half's hotel facilities, hotel types and dishes, found in a Chinese text by
-the value itself (``zh_values_in``: rjieba cuts 「公共区域提供wifi」 and 「京味爆肚」 unlike any frame).
+and train stations; and CrossWOZ's fit half's hotel facilities, hotel types and dishes with those its venue
+database offers (the catalogue a tenant would have: what a customer can ask for, whichever dialogue asks), found
+in a Chinese text by the value itself (``zh_values_in``: rjieba cuts 「公共区域提供wifi」 and 「京味爆肚」 unlike any
+frame), between its words and outside the catalogue's venue names.
 
 A value's word has other senses outside its slot: "German" is a cuisine in "german food" and a language in "I'm
 learning German". The fit half also gives each attribute the words customers say along with a new value of it
@@ -28,9 +30,11 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
+
+from memory.text import cut
 
 __all__ = ["attributes_in", "attributes_of", "senses", "senses_of", "vocabulary", "vocabulary_of", "zh_values_in"]
 
@@ -140,18 +144,40 @@ def _zh_values() -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs, key=lambda p: (-len(p[0]), p[0])))
 
 
+@cache
+def _zh_names() -> tuple[str, ...]:
+    return tuple(sorted(_data().get("names_zh", ()), key=lambda n: (-len(n), n)))
+
+
 def zh_values_in(text: str) -> dict[str, frozenset[str]]:
     """The Chinese values of the vocabulary a text says, by attribute (a hotel's facilities, its type, a dish),
     longest first: 「公共区域和部分房间提供wifi」 is one value, not also 「部分房间提供wifi」."""
-    text = text.lower()
+    return dict(_zh_values_said(text.lower()))
+
+
+@lru_cache(maxsize=4096)
+def _zh_values_said(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``zh_values_in`` of a lower-cased text. Cached: a statement is compared with many, and the catalogue's
+    values are thousands. A value counts only where it starts and ends between the text's words: 「饭煲」 (a dish)
+    is not said in 「电饭煲」 (a rice cooker)."""
     taken = [False] * len(text)
+    # A venue's name holds no value: 「北京烤鸭(前门店)的评分怎么样」 asks about a venue, not for a dish.
+    for name in _zh_names():
+        start = text.find(name)
+        while start >= 0:
+            taken[start : start + len(name)] = [True] * len(name)
+            start = text.find(name, start + len(name))
+    bounds, at = {0}, 0
+    for word in cut(text):
+        at += len(word)
+        bounds.add(at)
     out: dict[str, set[str]] = {}
     for value, attribute in _zh_values():
         start = text.find(value)
         while start >= 0:
             end = start + len(value)
-            if not any(taken[start:end]):
+            if start in bounds and end in bounds and not any(taken[start:end]):
                 taken[start:end] = [True] * (end - start)
                 out.setdefault(attribute, set()).add(value)
-            start = text.find(value, end)
-    return {a: frozenset(v) for a, v in out.items()}
+            start = text.find(value, start + 1)
+    return tuple((a, frozenset(v)) for a, v in out.items())

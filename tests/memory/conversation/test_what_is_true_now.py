@@ -990,6 +990,18 @@ def test_another_facility_of_the_vocabulary_replaces_the_first(acme, fake_ollama
     _assert_replaced(acme, "facility-zh", "我后来要求酒店提供什么设施？", "宽带上网", "公共区域提供wifi")
 
 
+def test_a_dish_on_the_catalogues_menus_replaces_the_first_in_another_frame(acme, fake_ollama):
+    # 「炒年糕」 after 「吃」, later 「糖醋里脊」 after 「做」: no frame in common; both are dishes the venue catalogue
+    # offers, and the second request is the one that stands
+    _session(
+        acme, fake_ollama, "dish-zh",
+        [("休息好了想去吃饭，我想吃炒年糕，有推荐的餐馆吗？", "推荐您去金沙峪韩式烤肉(顺义店)。"),
+         ("评分是多少？", "评分是4.5分。"),
+         ("我还想换一家，哪家店做糖醋里脊做得好？", "推荐您去护国寺小吃店（护国寺总店）。")],
+    )  # fmt: skip
+    _assert_replaced(acme, "dish-zh", "我后来想吃的是什么菜？", "糖醋里脊", "炒年糕")
+
+
 def test_a_cuisines_word_said_in_another_sense_replaces_nothing(globex, fake_ollama):
     # "German" and "Spanish" are cuisines in the vocabulary, and the session was on a restaurant just before, but
     # neither statement speaks of food: two languages, both still true
