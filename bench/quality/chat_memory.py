@@ -607,7 +607,7 @@ def ingest(dataset: Dataset, fake_host: str, fake: FakeModel) -> list[Ingested]:
 
 def ingest_by_import(dataset: Dataset) -> list[Ingested]:
     """Every dialogue's sessions as past conversations through ``POST /api/v1/end-users/<id>/conversations``
-    (the test client, the tenant's key), dated by their ``day`` (the last day yesterday, a minute between
+    (the test client, the tenant's key), dated by their ``day`` (each dialogue's last day yesterday, a minute between
     messages, each turn's id its message's ``external_id``), then ``manage.py run_worker --once`` until each
     import is done. The questions are then asked today, as a customer who comes back would ask them."""
     from django.core.management import call_command
@@ -620,8 +620,9 @@ def ingest_by_import(dataset: Dataset) -> list[Ingested]:
     def day_of(session: Session, n: int) -> int:
         return session.day if session.day is not None else n
 
-    last = max((day_of(s, n) for d in dataset.dialogues for n, s in enumerate(d.sessions)), default=0)
-    first_day = (timezone.now() - timedelta(days=last + 1)).replace(hour=9, minute=0, second=0, microsecond=0)
+    # Each dialogue's last session was yesterday: its questions come the day after, whatever other dialogues span
+    # (a voucher "valid for 7 days" given in the last session is still valid when asked about).
+    today = timezone.now().replace(hour=9, minute=0, second=0, microsecond=0)
     clients: dict[str, tuple[Any, Any]] = {}
     plan: list[tuple[Ingested, list[str]]] = []
     started = time.perf_counter()
@@ -636,6 +637,8 @@ def ingest_by_import(dataset: Dataset) -> list[Ingested]:
         tenant, client = clients[dialogue.tenant]
         ing = Ingested(dialogue, tenant)
         session_ids = []
+        last = max((day_of(s, n) for n, s in enumerate(dialogue.sessions)), default=0)
+        first_day = today - timedelta(days=last + 1)
         for n, session in enumerate(dialogue.sessions):
             start = first_day + timedelta(days=day_of(session, n), hours=n % 8)
             turns = [t for t in session.turns if t.text]

@@ -338,6 +338,8 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
                 and re.search(r"\d\s*点\s*\d", text[start : end + 2])
             ):
                 continue  # 「3点5折」 aside, a decimal point read as 点 is no time
+            if kind == "time" and raw == "一点" and not re.match(r"\s*(?:钟|整|到|至|前|后|左右|[-~～])", text[end:]):
+                continue  # 「近一点」, 「便宜一点的」: "a little", not one o'clock (「下午一点」, 「一点钟」 are)
             if kind == "address":  # 「地址已更新为朝阳区…」: the address starts after the words that introduce it
                 lead = _ADDRESS_LEAD.match(raw)
                 if lead and lead.end() < len(raw):

@@ -10,7 +10,9 @@ with the customer's earlier current units nearest to it:
   same session (``NEARBY``), or
   the new value is a near copy of the old (「4栋2单元301」 → 「4栋1单元301」, the 20th → the 21st: a correction);
 - **status**: a unit with no values that names every identifier of an older one, on the same matter, gives its
-  new state (「工单TS20240318009施工排期中」 → 「工单TS20240318009已完成」).
+  new state (「工单TS20240318009施工排期中」 → 「工单TS20240318009已完成」); so does one naming every identifier of
+  an older one when both say where it stands (``states_a_state``: 「状态」, "status", a short state in quotes),
+  whatever values either gives besides.
 
 An older unit all of whose attributes are changed (and whose identifiers the new unit names) is **superseded**:
 ``superseded_at``/``superseded_by`` point at the new one; it keeps its retention, and recall ranks it after every
@@ -125,13 +127,18 @@ WHERE n.tenant_id = %(tenant)s AND n.id = ANY(%(ids)s) AND n.embedding IS NOT NU
   AND o.embedding IS NOT NULL AND o.embedding_model = n.embedding_model
 ORDER BY n.id, 7 DESC
 """  # noqa: S608 - our own constants, no input
-# The customer's current units naming an identifier (a ticket's status weeks later is not among the nearest).
+# The customer's current units naming an identifier (a ticket's status weeks later is not among the nearest), as
+# ``claims.identifiers`` reads it: upper-cased, hyphens dropped (「CMP-10233」 names CMP10233); with their vectors'
+# likeness to the new unit, which a later state of the same thing is judged by.
 _NAMING_SQL = f"""
-SELECT o.id, o.content, o.data, o.created_at, false, 0.0, NULL::uuid, NULL::integer, o.embedding::text
+SELECT o.id, o.content, o.data, o.created_at, false,
+       COALESCE((SELECT 1 - (o.embedding <=> n.embedding) FROM memory_memoryunit n
+                 WHERE n.tenant_id = o.tenant_id AND n.id = %(unit)s AND n.embedding_model = o.embedding_model), 0.0),
+       NULL::uuid, NULL::integer, o.embedding::text
 FROM memory_memoryunit o
 WHERE o.tenant_id = %(tenant)s AND o.end_user_id = %(end_user)s AND o.key LIKE 'conversation:%%'
   AND o.superseded_at IS NULL AND o.created_at < %(at)s AND o.expires_at > %(at)s
-  AND o.source_message_id IS DISTINCT FROM %(source)s AND upper(o.content) LIKE ANY(%(patterns)s)
+  AND o.source_message_id IS DISTINCT FROM %(source)s AND replace(upper(o.content), '-', '') LIKE ANY(%(patterns)s)
 ORDER BY o.created_at DESC LIMIT {NEIGHBOURS}
 """  # noqa: S608 - our own constants, no input
 # The units of the new units' sessions said up to a few messages before them (and their own message's): where a
@@ -243,6 +250,11 @@ def judge(
             changed.add(attr)
             labelled_attrs.add(attr)
     names_all = old.subjects <= new.subjects
+    if old.subjects and names_all and states_a_state(old) and states_a_state(new):
+        # Where a ticket, a claim, a prescription stands: the later state of the same identifier is the one that
+        # holds, whatever else either says (「工单…当前状态「待上门」」, weeks later 「工单…已标记为「已完工」，
+        # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"").
+        return Verdict(frozenset({"status", *changed}), superseded=True)
     terms = tuple(sorted(set(replaced))) if not (old.subjects - new.subjects) else ()
     if changed or terms:
         whole = bool(changed) and set(old_attrs) <= changed and names_all and not terms
@@ -274,6 +286,17 @@ _DONE_EN = re.compile(
     r"(?i)\b(?:has|have|had|is|are|was|were|got)(?!n't)(?:\s+(?:now|already|just|finally|successfully|been))*"
     r"\s+(?P<act>[a-z]{3,}(?:ed|en))\b"
 )
+
+
+#: Where something stands, in words: its status or progress named ("status", 「状态」, 「进度」), or a short state
+#: in quotes (「待上门」, "Being prepared", "Collected") — the words a ticket's, a claim's or a prescription's state
+#: is given in. An act marked done alone (「已为您…」, "I've sent") is not: agents say it of everything they do.
+_STATE = re.compile(r"(?i)\bstatus\b|状态|进度|「[^」]{1,12}」|“[^”]{1,24}”|\"[^\"]{1,24}\"")
+
+
+def states_a_state(claim: Claim) -> bool:
+    """Whether a statement says where something stands (``_STATE``)."""
+    return bool(_STATE.search(claim.masked))
 
 
 def _acts(pattern: re.Pattern[str], masked: str) -> set[str]:
@@ -400,7 +423,7 @@ def _candidates(tenant: Any, new: Sequence[MemoryUnit]) -> dict[Any, list[_Earli
             cursor.execute(
                 _NAMING_SQL,
                 {
-                    "tenant": tenant.pk, "end_user": unit.end_user_id, "at": unit.created_at,
+                    "tenant": tenant.pk, "end_user": unit.end_user_id, "at": unit.created_at, "unit": unit.pk,
                     "source": unit.source_message_id, "patterns": [f"%{s}%" for s in subjects],
                 },
             )  # fmt: skip
@@ -644,17 +667,19 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             nearby = earlier.nearby and not (named and other not in named)
             if asks_only and not nearby:
                 continue
+            old_claim = claims.of(earlier)
             # The agent's words about what it found (「天坛的评分是4.5分，能玩2小时 - 3小时。」) describe a
             # candidate: they change the customer's criterion (「有能玩3小时 - 4小时的地方吗」) only when they say
-            # they change something.
+            # they change something, or name every identifier the customer's statement named (「车位现在是B2-117，
+            # 有没有近一点的？」, later 「您的车位已从B2-117换为B2-032」: the same thing, not a candidate).
             if (
                 unit.source_role != "user"
                 and earlier.role == "user"
                 and not (unit.data or {}).get("update")
+                and not (old_claim.subjects and old_claim.subjects <= claim.subjects)
                 and states_criterion(earlier.content)
             ):
                 continue
-            old_claim = claims.of(earlier)
             terms = []
             same_session = earlier.session_id is not None and earlier.session_id == matters.session_of(unit.pk)
             if replacing and matter == other and (nearby or (chinese and same_session)):

@@ -256,6 +256,61 @@ def test_a_tickets_later_status_supersedes_the_earlier_in_english(globex, fake_o
     assert "being scheduled" not in _as_current(prompt), prompt
 
 
+def test_a_later_state_of_a_hyphenated_reference_supersedes_the_earlier_whatever_else_it_says(globex, fake_ollama):
+    # Both statements give values of their own (3 hours, £30), and the reference is written with a hyphen: the
+    # later state of CMP-10233 is still the one that holds
+    _session(
+        globex, fake_ollama, "complaint-en",
+        [("The power was off all evening, I want to complain",
+          'I\'ve logged a complaint, reference CMP-10233, status "Received". Outages over 3 hours may qualify for '
+          "compensation.")],
+    )  # fmt: skip
+    between = _said_at(globex, "Received")
+    _session(
+        globex, fake_ollama, "complaint-en",
+        [("Any news on my complaint?",
+          'Complaint CMP-10233 has been upheld and a £30 credit is on your account. Status: "Closed".')],
+    )  # fmt: skip
+    results = _recall(globex, "complaint-en", "What is the status of complaint CMP-10233?")
+    assert "Closed" in _contents(results)[0], _contents(results)
+    assert not any("Received" in c for c in _current(results)), results
+    assert any("Received" in c for c in _contents(_recall(globex, "complaint-en", "CMP-10233 status?", between)))
+    prompt = _next_prompt(globex, fake_ollama, "complaint-en", "Where is complaint CMP-10233 at?")
+    assert "Closed" in prompt, prompt
+    assert "Received" not in _as_current(prompt), prompt
+
+
+def test_a_tickets_quoted_state_is_superseded_by_the_next_though_both_say_more(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "repair-zh",
+        [("卫生间天花板漏水，麻烦派人来看看",
+          "已为您创建报修工单GD2024061188，安排明天上午上门，当前状态「待上门」。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "repair-zh",
+        [("漏水修好了", "太好了！工单GD2024061188已标记为「已完工」，如有复发可在30天内申请免费返修。")],
+    )  # fmt: skip
+    results = _recall(acme, "repair-zh", "工单GD2024061188现在什么状态？")
+    assert "已完工" in _contents(results)[0], _contents(results)
+    assert not any("待上门" in c for c in _current(results)), results
+
+
+def test_an_agents_done_act_naming_an_order_supersedes_nothing(acme, fake_ollama):
+    # 「已为您…」 is what agents say of everything they do: a later note on the same order is no later state of it,
+    # and the address given earlier stays current
+    _session(
+        acme, fake_ollama, "order-zh",
+        [("帮我把订单DD20231128457的收货地址改到南京市鼓楼区湖南路51号",
+          "已为您把订单DD20231128457的收货地址改为南京市鼓楼区湖南路51号。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "order-zh",
+        [("订单DD20231128457能开发票吗", "可以的，已为订单DD20231128457开具电子发票，发到您的邮箱了。")],
+    )  # fmt: skip
+    results = _recall(acme, "order-zh", "订单DD20231128457寄到哪里？")
+    assert any("湖南路51号" in c for c in _current(results)), results
+
+
 # --- a booking for 4 people changed to 6 --------------------------------------------------------------------
 
 
@@ -1048,3 +1103,20 @@ def test_a_kind_said_in_a_statement_whose_own_matter_shows_it_is_replaced(globex
     _assert_replaced(
         globex, "own-matter-en", "What type of attraction did I want to visit?", "architecture", "look for a museum"
     )
+
+
+def test_a_parking_space_moved_from_one_number_to_another(acme, fake_ollama):
+    # 「有没有近一点的」 is "a little closer", no time: the statement names B2-117 and nothing else, and the later
+    # 「从B2-117换为B2-032」 is its later state
+    _session(
+        acme, fake_ollama, "parking-zh",
+        [("另外我车位想换一个，现在是B2-117，离电梯太远了，有没有近一点的？",
+          "目前靠近电梯的B2-032空出来了，需要的话我帮您申请。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "parking-zh",
+        [("车位的事怎么样了", "车位更换已审批通过，您的车位已从B2-117换为B2-032，月租不变，即日起生效。")],
+    )  # fmt: skip
+    results = _recall(acme, "parking-zh", "我现在的车位号是多少？")
+    assert "B2-032" in _contents(results)[0], _contents(results)
+    assert not any("现在是B2-117" in c for c in _current(results)), results
