@@ -46,7 +46,7 @@ from memory.conversation.terms import replaced as replaced_terms
 from memory.models import MemoryUnit
 from memory.store import audit
 from memory.store.audit import Kind, event_row, insert_events, snapshot
-from memory.text.language import has_cjk
+from memory.text.language import has_cjk, pos_cut
 from memory.topics.domains import MIN_SIMILARITY, classify, leaning, named_domains
 from memory.topics.values import attributes_in
 
@@ -195,6 +195,79 @@ def _near_copy(old: set[str], new: set[str], kind: str) -> bool:
     return False
 
 
+#: A number long enough to be a reading, a room, an account (four digits or more, no letters around it), not a
+#: year (2023 and 2024 are two years, not a slip).
+_NUMBER = re.compile(r"(?<![\dA-Za-z])\d{4,}(?![\dA-Za-z])")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+#: A capitalised Latin word not opening a sentence: a name ("Noor Hadad", "it's Haddad").
+_LATIN_NAME = re.compile(r"(?<![.!?]\s)(?<![.!?])(?<=[\s\"'“(])[A-Z][a-z]{3,}\b")
+
+
+def _spellings(claim: Claim) -> set[str]:
+    """The names and long numbers a statement spells: numbers (``_NUMBER``), Latin names (``_LATIN_NAME``),
+    Chinese personal names (rjieba's ``nr``)."""
+    masked = claim.masked
+    out = {n for n in _NUMBER.findall(masked) if not _YEAR.fullmatch(n)}
+    out |= set(_LATIN_NAME.findall(masked))
+    out |= _zh_names(masked)
+    return out
+
+
+def _zh_names(masked: str) -> set[str]:
+    """The Chinese personal names rjieba reads in a statement (``nr``, 2 to 4 characters)."""
+    if not has_cjk(masked):
+        return set()
+    return {w for w, flag in pos_cut(masked) if flag == "nr" and 2 <= len(w) <= 4 and has_cjk(w)}
+
+
+def _zh_respelled(old: str, new: str) -> set[tuple[str, str]]:
+    """Chinese names one statement spells that the other spells with one slip: looked for in the other's text
+    itself, for the segmenter cuts a name after a word that ends in its surname's character unlike one
+    (「为何秀兰女士」: 为何 / 秀兰)."""
+    out = set()
+    # Two characters are a surname and one more: another given name is as likely another person (张伟, 张玮).
+    for name in (n for n in _zh_names(new) if len(n) >= 3):
+        for i in range(len(old) - len(name) + 1):
+            said = old[i : i + len(name)]
+            if said not in new and _one_slip(said, name):
+                out.add((said, name))
+    for name in (n for n in _zh_names(old) if len(n) >= 3):
+        for i in range(len(new) - len(name) + 1):
+            said = new[i : i + len(name)]
+            if said not in old and _one_slip(name, said):
+                out.add((name, said))
+    return out
+
+
+def _one_slip(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with one slip: a character changed, added or dropped, or two swapped (a number's
+    digits: any two)."""
+    if a.lower() == b.lower():
+        return False
+    if len(a) == len(b):
+        differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        if len(differ) == 1:
+            return not has_cjk(a) or differ[0] > 0  # a Chinese name keeps its surname
+        if len(differ) == 2:
+            i, j = differ
+            return a[i] == b[j] and a[j] == b[i] and (a.isdigit() or j == i + 1)
+        return False
+    if abs(len(a) - len(b)) != 1 or has_cjk(a):
+        return False
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def respelled(old: Claim, new: Claim) -> list[tuple[str, str]]:
+    """The names and numbers of ``old`` that ``new`` spells again with one slip fixed (``_one_slip``), each
+    ``(old, new)``; only one of a kind (numbers with numbers), each the other's only match."""
+    gone = _spellings(old) - _spellings(new)
+    came = _spellings(new) - _spellings(old)
+    pairs = [(a, b) for a in gone for b in came if a.isdigit() == b.isdigit() and _one_slip(a, b)]
+    pairs = sorted(set(pairs) | _zh_respelled(old.masked, new.masked))
+    return [(a, b) for a, b in pairs if sum(x == a for x, _ in pairs) == 1 and sum(y == b for _, y in pairs) == 1]
+
+
 def judge(
     old: Claim,
     new: Claim,
@@ -256,6 +329,10 @@ def judge(
         # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"").
         return Verdict(frozenset({"status", *changed}), superseded=True)
     terms = tuple(sorted(set(replaced))) if not (old.subjects - new.subjects) else ()
+    if not (old.subjects - new.subjects) and (nearby or alike >= PROGRESS_WORDS or similarity >= SAME_THING):
+        # A name or a number spelt again with one slip fixed (Hadad → Haddad, 何秀兰 → 何秀岚, 04512 → 04521) is
+        # a correction of it, whoever says it and however far apart.
+        terms = tuple(sorted(set(terms) | set(respelled(old, new))))
     if changed or terms:
         whole = bool(changed) and set(old_attrs) <= changed and names_all and not terms
         attrs = frozenset(changed | {f"{TERM}{a}" for a, _ in terms})
@@ -635,14 +712,72 @@ def _states_something(unit: MemoryUnit) -> bool:
     return 0 < len(terms) <= MAX_TERMS
 
 
-def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
+#: At most this many of a customer's units dated after the ones just written are read back for them (an import of
+#: older conversations after newer ones): the earliest first.
+LATER_LIMIT = 500
+
+# The customer's current units dated after the given moment that are not the ones just written: stored before them,
+# though said later (conversations imported out of order, or side by side).
+_LATER_SQL = f"""
+SELECT o.id FROM memory_memoryunit o
+WHERE o.tenant_id = %(tenant)s AND o.end_user_id = ANY(%(users)s) AND o.key LIKE 'conversation:%%'
+  AND o.superseded_at IS NULL AND o.created_at > %(after)s AND NOT (o.id = ANY(%(ids)s))
+  AND o.embedding IS NOT NULL
+ORDER BY o.created_at LIMIT {LATER_LIMIT}
+"""  # noqa: S608 - our own constants, no input
+
+
+def _said_later(tenant: Any, written: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+    """The customer's current units said after some of ``written`` but stored before them, that may change one of
+    them: naming one of its identifiers, or at least ``SAME_THING`` alike by vectors. None in a live chat (what is
+    written is the newest), nor in an import of a customer's conversations oldest first."""
+    dated = [u for u in written if u.end_user_id is not None]
+    if not dated:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _LATER_SQL,
+            {
+                "tenant": tenant.pk, "users": list({u.end_user_id for u in dated}),
+                "after": min(u.created_at for u in dated), "ids": [u.pk for u in written],
+            },
+        )  # fmt: skip
+        ids = [row[0] for row in cursor.fetchall()]
+    if not ids:
+        return []
+    out = []
+    for later in MemoryUnit.objects.for_tenant(tenant).filter(pk__in=ids).order_by("created_at"):
+        subjects = set(((later.data or {}).get("about") or {}).get("subjects") or [])
+        vector = _vector(later.embedding)
+        for unit in dated:
+            if unit.end_user_id != later.end_user_id or unit.created_at >= later.created_at:
+                continue
+            named = subjects & set(((unit.data or {}).get("about") or {}).get("subjects") or [])
+            own = _vector(unit.embedding)
+            alike = (
+                vector is not None and own is not None and unit.embedding_model == later.embedding_model
+                and float(vector @ own) / (float(np.linalg.norm(vector) * np.linalg.norm(own)) or 1.0) >= SAME_THING
+            )  # fmt: skip
+            if named or alike:
+                out.append(later)
+                break
+    return out
+
+
+def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[Any] | None = None) -> int:
     """Apply what each of ``new`` (stored conversation units, with vectors) does to the customer's earlier
     units, in the caller's transaction: supersede those it replaces, note the changed attributes of those it
-    changes in part. Returns how many earlier units it superseded."""
+    changes in part; then what the customer's units said after them but stored before (``_said_later``) do to
+    them, so that what holds does not depend on the order conversations were written in. ``among``: only these
+    earlier units may be changed. Returns how many units it superseded."""
+    written = list(new)
     new = [u for u in new if _states_something(u)]
+    later = _said_later(tenant, written) if among is None else []
     if not new:
-        return 0
+        return supersede_older(tenant, later, among=frozenset(u.pk for u in written)) if later else 0
     candidates = _candidates(tenant, new)
+    if among is not None:
+        candidates = {pk: [e for e in earlier if e.id in among] for pk, earlier in candidates.items()}
     matters = _Matters(tenant, new)
     ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
     matter_of: dict[Any, str | None] = {}
@@ -659,7 +794,11 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
         for earlier in candidates.get(unit.pk, []):
             matters.note(earlier, unit.embedding_model)
             other = matters.of(earlier.id)
-            if matter is not None and other is not None and matter != other:
+            old_claim = claims.of(earlier)
+            # The same identifier is the same thing, whatever matter the domain examples read each statement as
+            # (a complaint's reference, later its credit on the account: a complaint, then billing).
+            same_thing = bool(old_claim.subjects) and old_claim.subjects <= claim.subjects
+            if matter is not None and other is not None and matter != other and not same_thing:
                 continue  # a hotel's day and a train's day are different attributes
             old_id = earlier.id
             # A unit that names a matter of its own ("a train arriving by 10:00") opens it: what was said just
@@ -667,7 +806,6 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             nearby = earlier.nearby and not (named and other not in named)
             if asks_only and not nearby:
                 continue
-            old_claim = claims.of(earlier)
             # The agent's words about what it found (「天坛的评分是4.5分，能玩2小时 - 3小时。」) describe a
             # candidate: they change the customer's criterion (「有能玩3小时 - 4小时的地方吗」) only when they say
             # they change something, or name every identifier the customer's statement named (「车位现在是B2-117，
@@ -676,7 +814,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
                 unit.source_role != "user"
                 and earlier.role == "user"
                 and not (unit.data or {}).get("update")
-                and not (old_claim.subjects and old_claim.subjects <= claim.subjects)
+                and not same_thing
                 and states_criterion(earlier.content)
             ):
                 continue
@@ -721,7 +859,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             if verdict.terms:
                 matter_of[old_id] = matter
     if not ends:
-        return 0
+        return supersede_older(tenant, later, among=frozenset(u.pk for u in written)) if later else 0
     rows = {m.pk: m for m in MemoryUnit.objects.for_tenant(tenant).select_for_update().filter(pk__in=list(ends))}
     events, superseded = [], 0
     for old_id, (unit, verdict) in ends.items():
@@ -753,6 +891,8 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit]) -> int:
             note = f"{', '.join(sorted(verdict.changed))} changed by {unit.pk}"
             events.append(event_row(row, Kind.EDIT, audit.SYSTEM, before=before, after=snapshot(row), note=note))
     insert_events(events)
+    if later:
+        superseded += supersede_older(tenant, later, among=frozenset(u.pk for u in written))
     return superseded
 
 

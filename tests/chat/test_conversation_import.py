@@ -331,3 +331,26 @@ def test_an_import_runs_on_a_thread_of_its_own_at_the_lowest_priority(monkeypatc
     assert seen["niceness"] == import_run.IMPORT_NICENESS
     assert seen["thread"] != threading.get_native_id()
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the job's own thread is untouched
+
+
+def test_a_later_state_imported_before_the_earlier_still_holds(acme, fake_ollama):
+    # A backfill that sends the newest conversation first: the ticket's state on day -2 holds, though the state
+    # of day -9 was written after it
+    newer = _conversation(
+        "crm-2",
+        -2,
+        [("user", "工单GD2024061188修好了吗"), ("agent", "工单GD2024061188已标记为「已完工」，30天内可申请返修。")],
+    )
+    older = _conversation(
+        "crm-1", -9, [("user", "卫生间漏水"), ("agent", "已创建报修工单GD2024061188，当前状态「待上门」。")]
+    )
+    assert _import(acme, "cust-9", newer).status_code == 202
+    _worker()
+    assert _import(acme, "cust-9", older).status_code == 202
+    _worker()
+
+    recalled = _recall(acme, "cust-9", "工单GD2024061188现在什么状态？")
+    assert "已完工" in recalled[0]["content"], recalled
+    assert not any("待上门" in m["content"] for m in recalled if m["current"]), recalled
+    then = _recall(acme, "cust-9", "工单GD2024061188什么状态？", as_of=_at(-5))
+    assert any("待上门" in m["content"] and m["current"] for m in then), then

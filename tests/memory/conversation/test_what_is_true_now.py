@@ -1120,3 +1120,39 @@ def test_a_parking_space_moved_from_one_number_to_another(acme, fake_ollama):
     results = _recall(acme, "parking-zh", "我现在的车位号是多少？")
     assert "B2-032" in _contents(results)[0], _contents(results)
     assert not any("现在是B2-117" in c for c in _current(results)), results
+
+
+def test_a_name_spelt_again_with_one_slip_fixed_is_its_correction(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "certificate-en",
+        [("for the certificate, my name is Noor Hadad", 'Certificate name recorded as "Noor Hadad".')],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "certificate-en",
+        [("also the certificate name is spelled wrong, it's Haddad with double d",
+          'Thanks for catching that. The certificate name is now "Noor Haddad".')],
+    )  # fmt: skip
+    results = _recall(globex, "certificate-en", "What name will be printed on my certificate?")
+    assert "Haddad" in _contents(results)[0], _contents(results)
+    assert not any("Hadad" in c and "Haddad" not in c for c in _current(results)), results
+
+
+def test_a_reading_and_a_chinese_name_with_a_slip_fixed_are_corrected(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "reading-zh",
+        [("我妈叫何秀兰，68岁，挂骨科。", "好的，给何秀兰女士预约了骨科。"),
+         ("等一下，名字写错了，是何秀岚，山字头那个岚。", "抱歉，已更正就诊人姓名为何秀岚。"),
+         ("电表读数是04512", "已记录读数04512。"),
+         ("看错了，是04521，后两位反了", "已更正读数为04521。")],
+    )  # fmt: skip
+    _assert_replaced(acme, "reading-zh", "我妈就诊人名字登记的是哪几个字？", "何秀岚", "何秀兰")
+    _assert_replaced(acme, "reading-zh", "电表读数登记的是多少？", "04521", "04512")
+
+
+def test_two_years_a_digit_apart_are_two_years(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "years-en",
+        [("In 2022 we went to Lisbon for the conference.", "Sounds lovely."),
+         ("In 2023 we went to Porto for the conference.", "Nice!")],
+    )  # fmt: skip
+    _unchanged(globex, "2022 we went to Lisbon")
