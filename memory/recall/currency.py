@@ -262,6 +262,58 @@ def _changers_in_place(hits: list[RecallHit], changers: dict[Any, list[str]]) ->
     return out
 
 
+# The units among some ids that a session may see at ``as_of``, each with what had superseded it by then, if anything.
+_SEEN_TEMPLATE = (
+    "SELECT m.id, CASE WHEN m.superseded_at <= %(as_of)s THEN m.superseded_by_id END FROM memory_memoryunit m"
+    " WHERE {scope} AND m.id = ANY(%(ids)s)"
+)
+_SEEN_SQL = _SEEN_TEMPLATE.format(scope=SCOPE_SQL)
+#: How many supersessions in a row are followed to the unit that holds (a ticket's third state after its first).
+CHAIN = 4
+
+
+def _holders(
+    tenant: Tenant, session: ChatSession, hits: list[RecallHit], stale: dict[Any, list[str]], as_of: datetime
+) -> tuple[dict[Any, list[str]], list[RecallHit]]:
+    """For each stale hit, the unit that holds now in place of what made it stale: its newest changer, followed
+    through later supersessions (``CHAIN``: a prescription's first state → its second → its third), among the
+    hits or stored; and the holders not among ``hits``, each with the score of the hit it stands for — what
+    holds now answers where what it changed would have, though the question's words found only the older (a
+    reference number asked for, said in a prescription's first state and again in its last). Only units the
+    session may see at ``as_of``."""
+    by_id = {str(h.memory.pk): h for h in hits}
+    first = {pk: newer[0] for pk, newer in stale.items() if newer and pk in {h.memory.pk for h in hits if h.stale}}
+    holder = {n: n for n in first.values()}  # a changer → the unit that holds in its place
+    pending = {n for n in holder if n not in by_id or by_id[n].stale}
+    for _ in range(CHAIN):
+        if not pending:
+            break
+        with connection.cursor() as cursor:
+            cursor.execute(_SEEN_SQL, {**scope_params(tenant, session, as_of), "ids": sorted(pending)})
+            later = {str(pk): (str(by) if by is not None else None) for pk, by in cursor.fetchall()}
+        moved = {}
+        for changer in pending:
+            if changer not in later:  # not the session's to see at as_of
+                holder = {k: (None if v == changer else v) for k, v in holder.items()}
+            elif later[changer] is not None:
+                moved[changer] = later[changer]
+        holder = {k: moved.get(v, v) for k, v in holder.items()}
+        pending = set(moved.values()) - {n for n in moved.values() if n in by_id and not by_id[n].stale}
+    holders = {pk: [holder[n]] for pk, n in first.items() if holder.get(n) and holder[n] not in pending}
+    wanted: dict[str, RecallHit] = {}
+    for hit in hits:
+        for n in holders.get(hit.memory.pk, []):
+            if n not in by_id:
+                wanted.setdefault(n, hit)
+    brought = [
+        RecallHit(
+            m, wanted[str(m.pk)].stage, wanted[str(m.pk)].similarity, wanted[str(m.pk)].score, wanted[str(m.pk)].fused
+        )
+        for m in MemoryUnit.objects.for_tenant(tenant).filter(pk__in=list(wanted))
+    ]
+    return {**stale, **holders}, brought
+
+
 def current_first(
     tenant: Tenant,
     session: ChatSession,
@@ -300,7 +352,8 @@ def current_first(
     stale = _stale_units(tenant, session, kept_units, as_of, query, present=about_now)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
-    current = _changers_in_place(kept, stale)
+    changers, brought = _holders(tenant, session, kept, stale, as_of)
+    current = _changers_in_place(kept + brought, changers)
     current = _after_overtakers(
         current,
         overtaken(

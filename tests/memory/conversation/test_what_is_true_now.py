@@ -1156,3 +1156,25 @@ def test_two_years_a_digit_apart_are_two_years(globex, fake_ollama):
          ("In 2023 we went to Porto for the conference.", "Nice!")],
     )  # fmt: skip
     _unchanged(globex, "2022 we went to Lisbon")
+
+
+def test_what_holds_now_answers_where_the_state_it_superseded_was_found(globex, fake_ollama):
+    # The question's words find the first state (a refill request and its reference); its last state says none of
+    # them, and is served in its place
+    _session(
+        globex, fake_ollama, "refill-en",
+        [("I need my blood pressure prescription refilled, amlodipine 5mg",
+          'I\'ve sent a refill request for amlodipine 5mg to your GP, reference RX-61204. Status: "Awaiting GP '
+          'approval".'),
+         ("Can the refill be delivered instead of collected?", "Yes, we deliver on Tuesdays and Thursdays."),
+         ("Do you have my GP's number for the refill request?", "Yes, Elmwood Surgery, 0161 496 0732."),
+         ("Is there a generic version of my prescription refill?", "Yes, generic amlodipine is available."),
+         ("Please use the generic one for every refill request", "Noted: generic versions by default."),
+         ("How long does a refill request usually take?", "Usually two to three working days.")],
+    )  # fmt: skip
+    _session(globex, fake_ollama, "refill-en", [("any news?", 'RX-61204 is now "Being prepared".')])
+    _session(globex, fake_ollama, "refill-en", [("got it", 'RX-61204 shows as "Collected".')])
+    results = _recall(globex, "refill-en", "What is the reference of the amlodipine refill request sent to my GP?")
+    current = _current(results)
+    assert any("Collected" in c for c in current), results
+    assert not any("Awaiting" in c or "Being prepared" in c for c in current), results
