@@ -17,7 +17,8 @@ same
 - **Scores**: evidence R@1/5/10 — the share of a question's evidence (answer) turns among the turns of the
   top-k hits, averaged over questions — overall and per category/kind; hit@5 — the share of questions with at
   least one of them in the top 5. With ``stale_turns``: *stale served* — the share of those questions where a
-  stale turn is in the top 5 ranked above every answer turn (or no answer turn is in the top 5).
+  stale turn is in the top 5 ranked above every answer turn (or no answer turn is in the top 5); *stale@5* — the
+  share where a stale turn is in the top 5 at all.
 - **Baseline**: Okapi BM25 with the product's k1 and b (``bench/retrieval.py``) over the raw dataset turns of
   the same end user, tokenised as ``memory.text.language`` does (``segment`` for turns, ``query_terms`` for questions).
 - **Storage**: rows of ``memory_memoryunit``, ``memory_memoryevent`` and ``chat_message`` of this run's
@@ -699,6 +700,8 @@ class Scores:
             served = sum(stale_served(r, q.answer, q.stale) for q, r in with_stale)
             out["stale_questions"] = len(with_stale)
             out["stale_served"] = round(served / len(with_stale), 4)
+            in_top = sum(any(t in q.stale for t in r[:STALE_K]) for q, r in with_stale)
+            out["stale@5"] = round(in_top / len(with_stale), 4)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -964,7 +967,10 @@ def _reused(dataset: Dataset, manifest: dict[str, Any]) -> list[Ingested]:
 def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
     rows = []
     for group, s in summary.items():
-        rows.append([label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("stale_served", "-")])
+        rows.append(
+            [label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("stale_served", "-"),
+             s.get("stale@5", "-")]
+        )  # fmt: skip
     return rows
 
 
@@ -1175,7 +1181,7 @@ def main() -> None:
 
     print()
     print(f"{results['path_measured']}\n")
-    headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served"]
+    headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served", "stale@5"]
     rows = report_rows(recall_summary, "recall (chat path)") + report_rows(bm25_summary, "BM25 raw turns")
     for knobs, summary in variants:
         rows += report_rows(summary, f"recall with {json.dumps(knobs)}")[:1]
