@@ -745,20 +745,26 @@ def _said_later(tenant: Any, written: Sequence[MemoryUnit]) -> list[MemoryUnit]:
         ids = [row[0] for row in cursor.fetchall()]
     if not ids:
         return []
+
+    def read(unit: MemoryUnit) -> tuple[set[str], np.ndarray | None]:
+        """A unit's identifiers and its unit vector."""
+        vector = _vector(unit.embedding)
+        if vector is not None:
+            vector = vector / (float(np.linalg.norm(vector)) or 1.0)
+        return set(((unit.data or {}).get("about") or {}).get("subjects") or []), vector
+
+    own = [(unit, *read(unit)) for unit in dated]
     out = []
     for later in MemoryUnit.objects.for_tenant(tenant).filter(pk__in=ids).order_by("created_at"):
-        subjects = set(((later.data or {}).get("about") or {}).get("subjects") or [])
-        vector = _vector(later.embedding)
-        for unit in dated:
+        subjects, vector = read(later)
+        for unit, named, mine in own:
             if unit.end_user_id != later.end_user_id or unit.created_at >= later.created_at:
                 continue
-            named = subjects & set(((unit.data or {}).get("about") or {}).get("subjects") or [])
-            own = _vector(unit.embedding)
             alike = (
-                vector is not None and own is not None and unit.embedding_model == later.embedding_model
-                and float(vector @ own) / (float(np.linalg.norm(vector) * np.linalg.norm(own)) or 1.0) >= SAME_THING
+                vector is not None and mine is not None and unit.embedding_model == later.embedding_model
+                and float(vector @ mine) >= SAME_THING
             )  # fmt: skip
-            if named or alike:
+            if subjects & named or alike:
                 out.append(later)
                 break
     return out

@@ -282,7 +282,8 @@ def _holders(
     reference number asked for, said in a prescription's first state and again in its last). Only units the
     session may see at ``as_of``."""
     by_id = {str(h.memory.pk): h for h in hits}
-    first = {pk: newer[0] for pk, newer in stale.items() if newer and pk in {h.memory.pk for h in hits if h.stale}}
+    stale_hits = {h.memory.pk for h in hits if h.stale}
+    first = {pk: newer[0] for pk, newer in stale.items() if newer and pk in stale_hits}
     holder = {n: n for n in first.values()}  # a changer → the unit that holds in its place
     pending = {n for n in holder if n not in by_id or by_id[n].stale}
     for _ in range(CHAIN):
