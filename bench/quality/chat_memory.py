@@ -758,15 +758,16 @@ def ask(dataset: Dataset, ingested: list[Ingested]) -> Asked:
         out.wall_ms[ing.dialogue.id].append((time.perf_counter() - started) * 1000)
         for stage, ms in result.timings_ms.items():
             out.stage_ms[ing.dialogue.id][stage].append(ms)
-        ranked = []
+        ranked, marked = [], []
         for hit in result.hits:
             turn = ing.turn_of_message.get(str(hit.memory.source_message_id), "?")
             out.unmapped_hits += turn == "?"
             out.hit_types[f"{hit.memory.type}/{hit.memory.source_role or '-'}"] += 1
             ranked.append(turn)
+            marked.append(bool(hit.stale))
         out.scores.add(question, ranked)
         out.details.append({"id": question.id, "kind": question.kind, "answer": question.answer,
-                            "stale": question.stale, "ranked": ranked})  # fmt: skip
+                            "stale": question.stale, "ranked": ranked, "marked_stale": marked})  # fmt: skip
     return out
 
 

@@ -273,6 +273,11 @@ def main() -> None:
     parser.add_argument("--per-customer", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="at most this many customers per corpus")
     parser.add_argument("--out", default="")
+    parser.add_argument(
+        "--knobs", action="append", default=[], metavar="JSON",
+        help="also ask every question with these recall settings (settings.MEMDESK_RECALL), on the same ingest; "
+        "repeatable. The default settings stay the figure.",
+    )  # fmt: skip
     args = parser.parse_args()
     corpora = ("multiwoz", "crosswoz") if args.corpus == "both" else (args.corpus,)
     datasets = [build(c, args.half, args.per_customer, args.limit) for c in corpora]
@@ -314,6 +319,19 @@ def main() -> None:
                 b = baseline[kind]
                 print(f"| {kind} | {row['n']} | {row['current@5']:.3f} | {row['stale@5']:.3f} | "
                       f"{row['stale_first']:.3f} | {b['current@5']:.3f} | {b['stale@5']:.3f} |")  # fmt: skip
+            variants = results["corpora"][dataset.info["corpus"]]["knob_variants"] = []
+            default_knobs = settings.MEMDESK_RECALL
+            for knobs in args.knobs:
+                settings.MEMDESK_RECALL = {**default_knobs, **json.loads(knobs)}
+                try:
+                    again = cm.ask(dataset, ingested)
+                finally:
+                    settings.MEMDESK_RECALL = default_knobs
+                variant = figures(again.scores)
+                variants.append({"knobs": json.loads(knobs), "product": variant, "details": again.details})
+                for kind, row in variant.items():
+                    print(f"| {knobs} {kind} | {row['n']} | {row['current@5']:.3f} | {row['stale@5']:.3f} | "
+                          f"{row['stale_first']:.3f} | | |")  # fmt: skip
     out = common.OUT_DIR / f"{args.out or f'woz_updates_{args.half}'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")

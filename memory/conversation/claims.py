@@ -66,6 +66,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"(?:号楼|号院|号|栋|幢|单元|室|楼|层|座)"
             r"(?:[\u4e00-\u9fff ]{0,6}?\d+\s*(?:号楼|号院|号|栋|幢|单元|室|楼|层|座)?)*"
             r"|\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Dr|Way|Close|Court|Place|Boulevard|Blvd)\b\.?"
+            # A flat in a building, without the street (「3栋2单元502」, 「5号楼1203室」): two numbered parts at least.
+            r"|(?<![\dA-Za-z])\d+\s*(?:号楼|栋|幢)\s*(?:\d+\s*(?:单元|层|楼)\s*)?\d+\s*(?:室|号)?(?![\d单元层楼])"
         ),
     ),
     (
@@ -103,7 +105,29 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 #: Counts: a number and what it counts. Chinese: a measure word (「4个人」, 「两晚」, 「3张」); English: the noun after
 #: the number ("6 people", "2 nights").
 _COUNT_ZH = re.compile(
-    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟))"
+    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟)"
+    r"|兆|公斤|千克|斤|毫克|克|毫升|升|公里|千米|平方米|平米|米|英寸|寸|度)"
+)
+#: Chinese measure words that are units written in Latin letters as well: one attribute either way.
+MEASURE_UNITS_ZH = {"兆": "m", "公斤": "kg", "千克": "kg", "毫克": "mg", "毫升": "ml", "公里": "km", "千米": "km"}
+#: A quantity in a unit of measure written in Latin letters (「300M的」, "amlodipine 10mg", "a 2GB plan"): the unit
+#: is the attribute, as a measure word is a Chinese count's. Units are a closed class.
+_MEASURE = re.compile(
+    r"(?i)(?<![A-Za-z0-9.])(?P<n>\d+(?:\.\d+)?)\s?"
+    r"(?P<u>[mgk]bps|kwh|mah|[gm]hz|mcg|mg|kg|ml|km|cm|mm|[kmgt]b|lbs?|oz|g|l|m|w|v)(?![A-Za-z0-9])"
+)
+#: A thing's label and the letter or number that picks one of its kind ("Cohort A", "plan B.", "Gate 12"): the label
+#: is the attribute. A lowercase label's letter ends its clause ("I think A is" names nothing); a number needs a
+#: capitalised label ("Gate 12"; "for 2" is a count's, "at 5" a time's).
+_LABELLED = re.compile(
+    r"(?<![A-Za-z])(?P<l>[A-Z][a-z]{2,})\s+(?P<v>[A-HJ-Z])(?![A-Za-z0-9'’\-@.])"
+    r"|(?<![A-Za-z])(?P<ll>[a-z]{3,})\s+(?P<lv>[A-HJ-Z])(?=\s*(?:[,;!?)]|\.(?!\w)|$))"
+    r"|(?<![A-Za-z])(?P<cl>[A-Z][a-z]{2,})\s+(?P<n>\d{1,3}[A-Z]?)(?![\dA-Za-z%:'’\-]|[.,]\d)"
+)
+#: A named one of a kind: capitalised words after an article or preposition, then the lowercase noun they name one
+#: of ("our Kingsway Station branch", "at the High Street branch"): the noun is the attribute, the name its value.
+_NAMED = re.compile(
+    r"\b(?:our|the|your|at|to|from|in)\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\s+(?P<head>[a-z]{4,})\b"
 )
 #: A criterion: a range or a bound of a number (「50-100元」, 「9点到12点」, 「4.5分以上」, 「500元以内」).
 _CRITERION = re.compile(
@@ -140,6 +164,12 @@ _COUNT_MEASURES_ZH = {
     "间房": "间",
     "星级": "星",
 }
+#: Words before a letter or a number that are no label of a thing: months and weekdays (dates), and words a
+#: number follows as an amount or a time ("Room for 2", "Flat 4" is an address's).
+_NOT_LABELS = frozenset({*_MONTHS, *_WEEKDAYS_EN, "flat", "unit", "apartment", "suite", "and", "but", "than", "over",
+                         "under", "about", "around", "until", "till", "between", "after", "before", "from", "plus",
+                         "minus", "only", "also", "then", "call", "text", "dial", "press", "option", "step",
+                         "page", "line", "number", "no"})  # fmt: skip
 _NOT_COUNTED_EN = frozenset({"am", "pm", "and", "the", "for", "minutes", "minute", "hours", "hour", "percent",
                              "pounds", "pound", "dollars", "yuan", "euros", "st", "nd", "rd", "th", "times", "this",
                              "was", "yes", "its", "has", "does", "always", "less", "plus", "minus",
@@ -159,13 +189,13 @@ _VALID_DAYS = re.compile(
 
 _HOUSE_NUMBER = re.compile(r"[路街道巷弄村里]\s*$")
 _BUILDING_AFTER = re.compile(r"\s*\d|\s*[\u4e00-\u9fff]{0,3}[楼栋幢座单元室院]")
-_ADDRESS_LEAD = re.compile(r"^.*(?:为|是|到|在|成|：|:|住|送|寄|发)(?=.*?[省市区县路街])")
+_ADDRESS_LEAD = re.compile(r"^.*(?:为|是|到|在|成|：|:|住|送|寄|发|地址)(?=.*?[省市区县路街])")
 #: At most this many English content words and Chinese characters besides its values: a brief follow-up.
 BRIEF_WORDS = 5
 BRIEF_CHARACTERS = 10
 _MASK_TOKEN = re.compile(r"⟨\w+⟩")
 _WORD = re.compile(r"[A-Za-z]+|[\u4e00-\u9fff]")
-_EN_STOP = frozenset(
+EN_STOP = frozenset(
     "a an the is are was were be been to of in on at for and or it its it's that this my me i you your we our "
     "us they them he she his her can could would will shall should do does did have has had please just so "
     "there here with from as by".split()
@@ -359,7 +389,15 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
             continue  # 「十分感谢」: the adverb "very", one word, not ten points
         measure = _COUNT_MEASURES_ZH.get(m.group("m"), m.group("m"))
         taken.append(m.span())
+        if measure in MEASURE_UNITS_ZH:  # 「500兆」 is 500M: a quantity in a unit, as the Latin one is
+            out.append(Value("measure", f"measure:{MEASURE_UNITS_ZH[measure]}", m.group(0), str(n), *m.span()))
+            continue
         out.append(Value("count", f"count:{measure}", m.group(0), str(n), m.start(), m.end()))
+    for m in _MEASURE.finditer(text):
+        if _free(taken, m.start(), m.end()):
+            taken.append(m.span())
+            n = m.group("n").rstrip("0").rstrip(".") if "." in m.group("n") else str(int(m.group("n")))
+            out.append(Value("measure", f"measure:{m.group('u').lower()}", m.group(0), n, m.start(), m.end()))
     for m in _COUNT_EN.finditer(text):
         if not _free(taken, m.start(), m.end()):
             continue
@@ -369,6 +407,20 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
             continue
         taken.append((m.start(), end))
         out.append(Value("count", f"count:{counted}", text[m.start() : end], str(n), m.start(), end))
+    for m in _LABELLED.finditer(text):
+        label = (m.group("l") or m.group("ll") or m.group("cl")).lower()
+        if not _free(taken, m.start(), m.end()) or label in EN_STOP or label in _NOT_LABELS:
+            continue
+        taken.append(m.span())
+        value = (m.group("v") or m.group("lv") or m.group("n")).lower()
+        out.append(Value("label", f"label:{label}", m.group(0), value, m.start(), m.end()))
+    for m in _NAMED.finditer(text):
+        head = m.group("head")
+        if not _free(taken, m.start("name"), m.end("name")) or head in EN_STOP or head.endswith("ly"):
+            continue
+        taken.append(m.span("name"))
+        name = m.group("name")
+        out.append(Value("name", f"name:{head}", name, _squash(name), m.start("name"), m.end("name")))
     return sorted(out, key=lambda v: v.start)
 
 
@@ -379,7 +431,7 @@ def _counted_en(text: str, start: int) -> tuple[str | None, int]:
         word = m.group(0).lower()
         if word in _COUNT_NOUNS_EN:
             return _COUNT_NOUNS_EN[word], start + m.end()
-        if word in _EN_STOP or word in _NOT_COUNTED_EN or m.start() > 30:
+        if word in EN_STOP or word in _NOT_COUNTED_EN or m.start() > 30:
             return None, start
         if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
             return word[:-1], start + m.end()
@@ -447,7 +499,7 @@ def words_of(masked: str) -> frozenset[str]:
     tokens = set(_MASK_TOKEN.findall(masked))
     plain = _MASK_TOKEN.sub(" ", masked)
     en = [w.lower() for w in re.findall(r"[A-Za-z]+", plain)]
-    tokens |= {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in en if w not in _EN_STOP}
+    tokens |= {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in en if w not in EN_STOP}
     for run in re.findall(r"[\u4e00-\u9fff]+", plain):
         tokens |= _pairs(run)
         tokens |= set(run)
@@ -498,7 +550,7 @@ def _label(before: str) -> frozenset[str]:
     clause = _CLAUSE_END.split(before)[-1] if _CLAUSE_END.search(before) else before
     clause = _MASK_TOKEN.sub(" ", clause)
     pairs = _pairs("".join(re.findall(r"[\u4e00-\u9fff]", clause[-LABEL_CHARACTERS * 2 :]))[-LABEL_CHARACTERS:])
-    en = [w.lower() for w in re.findall(r"[A-Za-z]+", clause) if w.lower() not in _EN_STOP][-LABEL_WORDS:]
+    en = [w.lower() for w in re.findall(r"[A-Za-z]+", clause) if w.lower() not in EN_STOP][-LABEL_WORDS:]
     return frozenset(pairs | set(en))
 
 
@@ -524,7 +576,8 @@ def masked_similarity(a: Claim, b: Claim) -> float:
 
 _ASKS_COUNT_EN = re.compile(r"(?i)\bhow\s+many\s+(?P<m>[a-z]+)|\bnumber\s+of\s+(?P<m2>[a-z]+)")
 _ASKS_COUNT_ZH = re.compile(
-    r"(?:几|多少)\s*个?(?P<m>小时|分钟)|(?:几|多少)\s*(?P<m2>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟))"
+    r"(?:几|多少)\s*个?(?P<m>小时|分钟)|(?:几|多少)\s*(?P<m2>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟)"
+    r"|兆|公斤|千克|斤|毫克|克|毫升|升|公里|千米|平方米|平米|米|英寸|寸|度)"
 )
 _ASKS = (
     # how long: a duration is a count of hours, minutes or days (「能玩3小时 - 4小时」, "2 nights"; an English
@@ -548,7 +601,7 @@ _ASKS = (
     ),
     ({"phone"}, re.compile(r"电话|手机|号码|(?i:\bphone\b|\bnumber\b)")),
     ({"email"}, re.compile(r"邮箱|邮件|(?i:\be-?mail\b)")),
-    ({"address"}, re.compile(r"地址|住哪|送到哪|寄到哪|(?i:\baddress\b|\bwhere\b)")),
+    ({"address"}, re.compile(r"地址|住哪|送到哪|寄到哪|门牌|房号|哪栋|哪个单元|(?i:\baddress\b|\bwhere\b)")),
     ({"percent"}, re.compile(r"折扣|几折|(?i:\bdiscount\b|\bpercent)")),
 )
 
@@ -563,7 +616,15 @@ def asked_attrs(question: str) -> set[str]:
         out.add("count:" + _COUNT_NOUNS_EN.get(noun, noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun))
     for m in _ASKS_COUNT_ZH.finditer(question):
         measure = m.group("m") or m.group("m2")
-        out.add("count:" + _COUNT_MEASURES_ZH.get(measure, measure))
+        measure = _COUNT_MEASURES_ZH.get(measure, measure)
+        out.add(f"measure:{MEASURE_UNITS_ZH[measure]}" if measure in MEASURE_UNITS_ZH else f"count:{measure}")
+    # A thing asked for by its label or its kind ("which cohort", "which branch"): the attribute of a labelled or
+    # a named value (``_LABELLED``, ``_NAMED``).
+    for word in re.findall(r"[A-Za-z]{3,}", question):
+        word = word.lower()
+        if word not in EN_STOP:
+            singular = word[:-1] if word.endswith("s") and len(word) > 3 else word
+            out |= {f"label:{word}", f"name:{word}", f"label:{singular}", f"name:{singular}"}
     for attrs, pattern in _ASKS:
         if pattern.search(question):
             out |= attrs
@@ -574,5 +635,5 @@ def is_brief(claim: Claim) -> bool:
     """Whether a statement says little besides its values (「调到周三晚上7点」, "How about 18:45 instead?"): a
     follow-up whose attribute is the one the conversation was just settling."""
     plain = _MASK_TOKEN.sub(" ", claim.masked)
-    words = [w for w in re.findall(r"[A-Za-z]+", plain) if w.lower() not in _EN_STOP]
+    words = [w for w in re.findall(r"[A-Za-z]+", plain) if w.lower() not in EN_STOP]
     return len(words) <= BRIEF_WORDS and len(re.findall(r"[\u4e00-\u9fff]", plain)) <= BRIEF_CHARACTERS

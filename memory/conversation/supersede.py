@@ -39,7 +39,15 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from memory.conversation.claims import Claim, claim_of, is_brief, label_of, masked_similarity, states_criterion
+from memory.conversation.claims import (
+    EN_STOP,
+    Claim,
+    claim_of,
+    is_brief,
+    label_of,
+    masked_similarity,
+    states_criterion,
+)
 from memory.conversation.terms import MAX_TERMS, attribute_of, same_attribute, stem, terms_of, zh_terms
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
@@ -61,6 +69,8 @@ IDENTITY_KINDS = frozenset({"phone", "email", "address"})
 #: Kinds of value that, in the customer's own requests on one matter in one session, name their attribute by
 #: themselves: what a count counts ("2 nights" after "3 nights"), a day of the week (the stay's, the table's).
 REQUESTED_KINDS = frozenset({"count", "weekday"})
+#: Kinds of value whose attribute is named with the value: a quantity's unit, a label's word, a name's noun.
+NAMED_KINDS = frozenset({"measure", "label", "name"})
 #: A new value this like the old one (characters in common) is a correction of it.
 NEAR_COPY = 0.8
 #: How many of the customer's earlier units, nearest first, each new unit is compared with; and how far back
@@ -190,9 +200,18 @@ def _near_copy(old: set[str], new: set[str], kind: str) -> bool:
                 if domain_a == domain_b and difflib.SequenceMatcher(None, local_a, local_b).ratio() >= NEAR_COPY:
                     return True  # the same mailbox misspelt, not a colleague's at the same company
                 continue
-            if kind == "address" and difflib.SequenceMatcher(None, a, b).ratio() >= NEAR_COPY:
+            if kind == "address" and _near_address(a, b):
                 return True
     return False
+
+
+def _near_address(a: str, b: str) -> bool:
+    """Whether two addresses are one with a slip: alike as a whole, or the shorter alike the longer's end — a
+    correction restates the flat without the estate (「阳光小区7栋3单元402」, then 「7栋2单元402」)."""
+    if difflib.SequenceMatcher(None, a, b).ratio() >= NEAR_COPY:
+        return True
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= 5 and difflib.SequenceMatcher(None, short, long_[-len(short) :]).ratio() >= NEAR_COPY
 
 
 #: A number long enough to be a reading, a room, an account (four digits or more, no letters around it), not a
@@ -310,6 +329,17 @@ def judge(
         same_label = _same_label(old, new, attr)
         if kind not in IDENTITY_KINDS and (same_matter or (requests and (kind in REQUESTED_KINDS or same_label))):
             changed.add(attr)
+        elif (
+            kind in NAMED_KINDS
+            and len(before) == 1
+            and len(values) == 1
+            and similarity >= SAME_THING
+            and not _of_other_things(old, new, attr)
+        ):
+            # The attribute is named with the value ("Cohort A" → "Cohort B", 「300M」 → 「500M」, "our High Street
+            # branch" → "our Kingsway Station branch"): one value, then another, on one topic, is a change of it
+            # however differently the rest is worded.
+            changed.add(attr)
         elif _near_copy(before, values - before, kind):
             changed.add(attr)
         else:
@@ -416,6 +446,27 @@ def _worded_in_place(worded: Claim, valued: Claim) -> set[str]:
             if heads & names or any(term.startswith(n) and len(term) > len(n) for n in names):
                 out.add(attr)
     return out
+
+
+def _owner(claim: Claim, attr: str) -> str | None:
+    """The noun just before a statement's value of ``attr``, when one stands there: what the value is of
+    ("amlodipine 10mg", 「阿莫西林500mg」). None after a function word or a verb ("it's 5mg", 「升级到500M」)."""
+    value = next(v for v in claim.values if v.attr == attr)
+    before = claim.text[: value.start].rstrip()
+    if has_cjk(before[-1:]):
+        words = pos_cut(before[-12:])
+        word, flag = words[-1] if words else ("", "")
+        return word if flag.startswith("n") and len(word) >= 2 else None
+    latin = re.search(r"([A-Za-z][A-Za-z'’]*)$", before)
+    word = latin.group(1).lower() if latin else ""
+    return word if len(word) >= 3 and word not in EN_STOP and "'" not in word and "’" not in word else None
+
+
+def _of_other_things(old: Claim, new: Claim, attr: str) -> bool:
+    """Whether two statements' values of ``attr`` are each a different thing's: each follows a noun the other
+    statement never says ("amlodipine 5mg", "atorvastatin 20mg")."""
+    a, b = _owner(old, attr), _owner(new, attr)
+    return bool(a and b and a != b and a not in new.text.lower() and b not in old.text.lower())
 
 
 def _same_label(old: Claim, new: Claim, attr: str) -> bool:
@@ -790,6 +841,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
     claims = _Claims()
     for unit in sorted(new, key=lambda u: u.created_at):
         claim = claim_of(unit.content, unit.created_at)
+        verdicts: dict[Any, Verdict] = {}
         # A question that states no value changes nothing ("What time does it leave?"), but a request put as a
         # question may revise a choice's terms ("How about a cheap Chinese place?").
         asks_only = bool((unit.data or {}).get("question")) and not claim.values
@@ -851,19 +903,10 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
             )  # fmt: skip
             if verdict is None:
                 continue
-            was = ends.get(old_id)
-            if was is None or (verdict.superseded and not was[1].superseded):
-                ends[old_id] = (unit, verdict)
-            elif not was[1].superseded:
-                merged = Verdict(
-                    was[1].changed | verdict.changed,
-                    superseded=False,
-                    terms=was[1].terms + verdict.terms,
-                    labelled=was[1].labelled | verdict.labelled,
-                )
-                ends[old_id] = (was[0], merged)
-            if verdict.terms:
-                matter_of[old_id] = matter
+            verdicts[old_id] = verdict
+            _note_verdict(ends, matter_of, old_id, unit, verdict, matter)
+        for old_id, verdict in _said_again(claim, candidates.get(unit.pk, []), claims, verdicts).items():
+            _note_verdict(ends, matter_of, old_id, unit, verdict, matter)
     if not ends:
         return supersede_older(tenant, later, among=frozenset(u.pk for u in written)) if later else 0
     rows = {m.pk: m for m in MemoryUnit.objects.for_tenant(tenant).select_for_update().filter(pk__in=list(ends))}
@@ -900,6 +943,66 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
     if later:
         superseded += supersede_older(tenant, later, among=frozenset(u.pk for u in written))
     return superseded
+
+
+def _note_verdict(
+    ends: dict[Any, tuple[MemoryUnit, Verdict]],
+    matter_of: dict[Any, str | None],
+    old_id: Any,
+    unit: MemoryUnit,
+    verdict: Verdict,
+    matter: str | None,
+) -> None:
+    """Record what ``unit`` does to an earlier unit: a supersession wins over a change in part; changes in part
+    add up, the first unit that changed each keeping it."""
+    was = ends.get(old_id)
+    if was is None or (verdict.superseded and not was[1].superseded):
+        ends[old_id] = (unit, verdict)
+    elif not was[1].superseded:
+        merged = Verdict(
+            was[1].changed | verdict.changed,
+            superseded=False,
+            terms=was[1].terms + verdict.terms,
+            labelled=was[1].labelled | verdict.labelled,
+        )
+        ends[old_id] = (was[0], merged)
+    if verdict.terms:
+        matter_of[old_id] = matter
+
+
+def _said_again(
+    claim: Claim, earlier: Sequence[_Earlier], claims: _Claims, verdicts: dict[Any, Verdict]
+) -> dict[Any, Verdict]:
+    """The earlier units that give the very value a new statement changed in another earlier unit, of an attribute
+    named with its value or an address (``NAMED_KINDS``: "Riverside store", 「300M」): the same fact said again —
+    the customer's request and the agent's confirmation of it — is changed with it, however unlike the new
+    statement its words are. ``verdicts``: what the new statement did to each earlier unit it was compared with."""
+    by_id = {e.id: e for e in earlier}
+    changed: dict[str, set[frozenset[str]]] = {}
+    for old_id, verdict in verdicts.items():
+        old = claims.of(by_id[old_id]).attrs
+        for attr in verdict.changed:
+            if (attr == "address" or attr.split(":", 1)[0] in NAMED_KINDS) and len(old.get(attr, ())) == 1:
+                changed.setdefault(attr, set()).add(frozenset(old[attr]))
+    out: dict[Any, Verdict] = {}
+    for e in earlier:
+        old_claim = claims.of(e)
+        if old_claim.subjects and claim.subjects and not (old_claim.subjects & claim.subjects):
+            continue  # about different things
+        done = verdicts.get(e.id)
+        attrs = {
+            attr
+            for attr, values in old_claim.attrs.items()
+            if frozenset(values) in changed.get(attr, ())
+            and claim.attrs.get(attr, values) != values
+            and not (done and attr in done.changed)
+        }
+        if not attrs:
+            continue
+        all_changed = attrs | (done.changed if done else frozenset())
+        whole = set(old_claim.attrs) <= all_changed and old_claim.subjects <= claim.subjects
+        out[e.id] = Verdict(frozenset(attrs), superseded=whole)
+    return out
 
 
 def validity_seconds(claim: Claim, said: datetime, ttl: int) -> int:

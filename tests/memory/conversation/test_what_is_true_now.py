@@ -1178,3 +1178,55 @@ def test_what_holds_now_answers_where_the_state_it_superseded_was_found(globex, 
     current = _current(results)
     assert any("Collected" in c for c in current), results
     assert not any("Awaiting" in c or "Being prepared" in c for c in current), results
+
+
+# --- values that name their attribute: a unit, a label, a named one of a kind --------------------------------
+
+
+def test_a_group_by_its_letter_and_a_store_by_its_name_are_replaced_sessions_later(globex, fake_ollama):
+    # "Group C" → "Group D" and "our Riverside store" → "our Market Square store": the label and the noun name the
+    # attribute, however differently the rest is worded and however far apart
+    _session(
+        globex, fake_ollama, "group-en",
+        [("Swimming lessons for my son please, Group C", "You're booked into Group C, Tuesdays 5-6pm."),
+         ("I'll collect the kit at the Riverside store", "Collection is set for our Riverside store.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "group-en",
+        [("Tuesdays stopped working for us, sorry", "I've moved your son to Group D, Thursdays 5-6pm."),
+         ("And the kit, somewhere nearer work?", "Done, I've moved the pickup to our Market Square store.")],
+    )  # fmt: skip
+    before = _said_at(globex, "booked into Group C")
+    _assert_replaced(globex, "group-en", "Which group is my son in?", "Group D", "Group C")
+    _assert_replaced(globex, "group-en", "Which store do I pick the kit up from?", "Market Square", "Riverside")
+    then = _contents(_recall(globex, "group-en", "Which group is my son in?", before + timedelta(seconds=1)))
+    assert any("Group C" in c for c in then), then
+    anchor = _next_prompt(globex, fake_ollama, "group-en", "Remind me of the lesson group").split("\n", 1)[0]
+    assert "Group C" not in _as_current(anchor), anchor
+
+
+def test_a_speed_in_its_unit_and_a_flat_in_its_building_are_replaced(acme, fake_ollama):
+    # 「100M」 → 「1000M」 (a quantity's unit names the attribute); 「7栋3单元402」 → 「7栋2单元402」 (a flat without its
+    # street is an address: one slip fixed is its correction)
+    _session(
+        acme, fake_ollama, "speed-zh",
+        [("我家宽带现在是100M的，经常卡", "已记录您的宽带套餐为100M。"),
+         ("我住阳光小区7栋3单元402，路由器也想换", "已登记地址：阳光小区7栋3单元402。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "speed-zh",
+        [("那帮我升级到1000M吧", "已为您升级为1000M千兆套餐，下月生效。"),
+         ("对了，刚才单元说错了，是7栋2单元402", "抱歉，已更正为7栋2单元402。")],
+    )  # fmt: skip
+    _assert_replaced(acme, "speed-zh", "我家宽带现在是多少兆的？", "1000M", "100M的")
+    _assert_replaced(acme, "speed-zh", "我登记的是哪栋哪个单元？", "7栋2单元402", "7栋3单元402")
+
+
+def test_two_medicines_doses_are_two_facts(globex, fake_ollama):
+    # the same unit after two different nouns: amlodipine's dose and atorvastatin's, both current
+    _session(
+        globex, fake_ollama, "doses-en",
+        [("My prescription is amlodipine 5mg every morning", "Noted: amlodipine 5mg, once daily."),
+         ("I also take my prescription atorvastatin 20mg at night", "Noted: atorvastatin 20mg at night.")],
+    )  # fmt: skip
+    _unchanged(globex, "amlodipine 5mg every morning")
