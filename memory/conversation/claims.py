@@ -170,6 +170,12 @@ _NOT_LABELS = frozenset({*_MONTHS, *_WEEKDAYS_EN, "flat", "unit", "apartment", "
                          "under", "about", "around", "until", "till", "between", "after", "before", "from", "plus",
                          "minus", "only", "also", "then", "call", "text", "dial", "press", "option", "step",
                          "page", "line", "number", "no"})  # fmt: skip
+#: Words after a name that are not the noun it names one of: prepositions, conjunctions, adverbs, a closed class.
+_NOT_HEADS = frozenset({"before", "after", "until", "till", "since", "around", "about", "near", "into", "onto", "over",
+                        "under", "then", "than", "when", "where", "which", "while", "that", "what", "whom", "whose",
+                        "instead", "please", "because", "though", "also", "only", "either", "neither", "both",
+                        "tomorrow", "tonight", "today", "yesterday", "area", "leaving", "going", "arriving",
+                        "departing", "would", "could", "should", "will", "shall", "must", "might"})  # fmt: skip
 _NOT_COUNTED_EN = frozenset({"am", "pm", "and", "the", "for", "minutes", "minute", "hours", "hour", "percent",
                              "pounds", "pound", "dollars", "yuan", "euros", "st", "nd", "rd", "th", "times", "this",
                              "was", "yes", "its", "has", "does", "always", "less", "plus", "minus",
@@ -416,7 +422,9 @@ def values_of(text: str, said: date | None = None) -> list[Value]:
         out.append(Value("label", f"label:{label}", m.group(0), value, m.start(), m.end()))
     for m in _NAMED.finditer(text):
         head = m.group("head")
-        if not _free(taken, m.start("name"), m.end("name")) or head in EN_STOP or head.endswith("ly"):
+        if head in EN_STOP or head in _NOT_HEADS or head.endswith("ly"):
+            continue
+        if not _free(taken, m.start("name"), m.end("name")):
             continue
         taken.append(m.span("name"))
         name = m.group("name")
@@ -544,6 +552,12 @@ def label_of(claim: Claim, value: Value) -> frozenset[str]:
     # both label both.
     start = max((v.end for v in claim.values if v.end <= value.start), default=0)
     return _label(claim.text[start : value.start]) or _label(claim.text[: value.start])
+
+
+def clause_label(claim: Claim, value: Value) -> frozenset[str]:
+    """The words just before a value in its clause, other values' words included ("the 4 instalments are now
+    ⟨money⟩" → instalments, now): what names it when another value stands between it and its label."""
+    return _label(claim.text[: value.start])
 
 
 def _label(before: str) -> frozenset[str]:

@@ -43,6 +43,7 @@ from memory.conversation.claims import (
     EN_STOP,
     Claim,
     claim_of,
+    clause_label,
     is_brief,
     label_of,
     masked_similarity,
@@ -330,15 +331,18 @@ def judge(
         if kind not in IDENTITY_KINDS and (same_matter or (requests and (kind in REQUESTED_KINDS or same_label))):
             changed.add(attr)
         elif (
-            kind in NAMED_KINDS
+            similarity >= SAME_THING
             and len(before) == 1
-            and len(values) == 1
-            and similarity >= SAME_THING
             and not _of_other_things(old, new, attr)
+            and (
+                (kind in NAMED_KINDS and len(values) == 1)
+                or (kind not in IDENTITY_KINDS and _relabelled(old, new, attr))
+            )
         ):
             # The attribute is named with the value ("Cohort A" → "Cohort B", 「300M」 → 「500M」, "our High Street
-            # branch" → "our Kingsway Station branch"): one value, then another, on one topic, is a change of it
-            # however differently the rest is worded.
+            # branch" → "our Kingsway Station branch"), or by the words labelling it ("4 monthly instalments of
+            # £46.50", later "the 4 instalments are now £39 each"): one value, then another, on one topic, is a
+            # change of it however differently the rest is worded.
             changed.add(attr)
         elif _near_copy(before, values - before, kind):
             changed.add(attr)
@@ -353,7 +357,8 @@ def judge(
             changed.add(attr)
             labelled_attrs.add(attr)
     names_all = old.subjects <= new.subjects
-    if old.subjects and names_all and states_a_state(old) and states_a_state(new):
+    titled = not old.subjects and not new.subjects and bool(_titles(old) & _titles(new))
+    if (old.subjects and names_all or titled) and states_a_state(old) and states_a_state(new):
         # Where a ticket, a claim, a prescription stands: the later state of the same identifier is the one that
         # holds, whatever else either says (「工单…当前状态「待上门」」, weeks later 「工单…已标记为「已完工」，
         # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"").
@@ -364,7 +369,10 @@ def judge(
         # a correction of it, whoever says it and however far apart.
         terms = tuple(sorted(set(terms) | set(respelled(old, new))))
     if changed or terms:
-        whole = bool(changed) and set(old_attrs) <= changed and names_all and not terms
+        # An attribute the new statement gives again with the same values is no longer the older one's alone:
+        # "4 monthly instalments of £46.50", then "the 4 instalments are now £39 each".
+        restated = {a for a, v in old_attrs.items() if new_attrs.get(a) == v}
+        whole = bool(changed) and set(old_attrs) <= changed | restated and names_all and not terms
         attrs = frozenset(changed | {f"{TERM}{a}" for a, _ in terms})
         return Verdict(attrs, superseded=whole, terms=terms, labelled=frozenset(labelled_attrs))
     if old.subjects and names_all and not old.values and not new.values and similarity >= SAME_THING:
@@ -399,6 +407,15 @@ _DONE_EN = re.compile(
 #: in quotes (「待上门」, "Being prepared", "Collected") — the words a ticket's, a claim's or a prescription's state
 #: is given in. An act marked done alone (「已为您…」, "I've sent") is not: agents say it of everything they do.
 _STATE = re.compile(r"(?i)\bstatus\b|状态|进度|「[^」]{1,12}」|“[^”]{1,24}”|\"[^\"]{1,24}\"")
+
+
+#: A title in quotes: several words, or a Chinese name of four characters or more ("User interviews", 「年度体检套餐」).
+_TITLE = re.compile(r"[「“\"](?P<t>[^」”\"]*?(?:[A-Za-z]+\s+[A-Za-z]+|[\u4e00-\u9fff]{4,})[^」”\"]*?)[」”\"]")
+
+
+def _titles(claim: Claim) -> set[str]:
+    """The quoted titles a statement names, lower-cased: a named thing, as an identifier is."""
+    return {m.group("t").strip().lower() for m in _TITLE.finditer(claim.masked)}
 
 
 def states_a_state(claim: Claim) -> bool:
@@ -467,6 +484,22 @@ def _of_other_things(old: Claim, new: Claim, attr: str) -> bool:
     statement never says ("amlodipine 5mg", "atorvastatin 20mg")."""
     a, b = _owner(old, attr), _owner(new, attr)
     return bool(a and b and a != b and a not in new.text.lower() and b not in old.text.lower())
+
+
+def _relabelled(old: Claim, new: Claim, attr: str) -> bool:
+    """Whether ``new`` gives the one value ``old`` gives of ``attr`` another value under the same label: of its
+    values of ``attr``, exactly one carries a word of the old one's label (``claims.label_of``), and it differs."""
+    (value,) = [v for v in old.values if v.attr == attr]
+    label = {w for w in label_of(old, value) if w not in _FLEETING}
+    if not label:
+        return False
+    relabelled = {v.norm for v in new.values if v.attr == attr and (label_of(new, v) | clause_label(new, v)) & label}
+    return len(relabelled) == 1 and value.norm not in relabelled
+
+
+#: Words that label no attribute though they stand before a value: when it holds, not what it is.
+_FLEETING = frozenset({"now", "currently", "today", "still", "also", "each", "only", "about", "around", "just",
+                       "现在", "目前", "当前", "还是", "大概", "大约"})  # fmt: skip
 
 
 def _same_label(old: Claim, new: Claim, attr: str) -> bool:

@@ -1230,3 +1230,37 @@ def test_two_medicines_doses_are_two_facts(globex, fake_ollama):
          ("I also take my prescription atorvastatin 20mg at night", "Noted: atorvastatin 20mg at night.")],
     )  # fmt: skip
     _unchanged(globex, "amlodipine 5mg every morning")
+
+
+def test_an_amount_under_the_same_label_is_replaced_among_other_amounts(globex, fake_ollama):
+    # "12 monthly payments of £30", later "the 12 payments are now £25 each" beside two other amounts: the label
+    # says which amount changed; the count said again is no longer the older statement's alone
+    _session(
+        globex, fake_ollama, "payments-en",
+        [("Can I pay the membership monthly?", "Yes, I've set you up with 12 monthly payments of £30.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "payments-en",
+        [("I got the student discount approved",
+          "Great, with the £60 discount your total is £300, so the 12 payments are now £25 each.")],
+    )  # fmt: skip
+    _assert_replaced(globex, "payments-en", "How much is each membership payment?", "£25 each", "payments of £30")
+
+
+def test_a_titled_applications_later_state_supersedes_the_earlier(globex, acme, fake_ollama):
+    # No reference number: the quoted title names the thing whose state changes
+    _session(globex, fake_ollama, "title-en", [("any news?", 'Your application "Garden extension" is "Under review".')])
+    _session(
+        globex, fake_ollama, "title-en",
+        [("and now?", '"Garden extension" has been decided: status "Approved", valid for 3 years.')],
+    )  # fmt: skip
+    _assert_replaced(globex, "title-en", "Has my garden extension application been decided?", "Approved", "Under review")
+    _session(acme, fake_ollama, "title-zh", [("进度怎么样", "您的申请「阳台封窗改造」目前状态「审核中」。")])
+    _session(acme, fake_ollama, "title-zh", [("现在呢", "「阳台封窗改造」已审核通过，状态「已通过」。")])
+    _assert_replaced(acme, "title-zh", "我的阳台封窗申请批了吗？", "已通过", "审核中")
+
+
+def test_two_titled_things_states_are_two_facts(globex, fake_ollama):
+    _session(globex, fake_ollama, "titles-en", [("any news?", 'Your application "Garden extension" is "Under review".')])
+    _session(globex, fake_ollama, "titles-en", [("and the other?", 'Your application "Loft conversion" is "Approved".')])
+    _unchanged(globex, "Garden extension")
