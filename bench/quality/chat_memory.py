@@ -18,7 +18,8 @@ same
   top-k hits, averaged over questions — overall and per category/kind; hit@5 — the share of questions with at
   least one of them in the top 5. With ``stale_turns``: *stale served* — the share of those questions where a
   stale turn is in the top 5 ranked above every answer turn (or no answer turn is in the top 5); *stale@5* — the
-  share where a stale turn is in the top 5 at all.
+  share where a stale turn is in the top 5 at all; *stale@5 as current* — the share where one is there that recall
+  did not mark as no longer current (the API's ``current``), what a caller reading that field takes as true now.
 - **Baseline**: Okapi BM25 with the product's k1 and b (``bench/retrieval.py``) over the raw dataset turns of
   the same end user, tokenised as ``memory.text.language`` does (``segment`` for turns, ``query_terms`` for questions).
 - **Storage**: rows of ``memory_memoryunit``, ``memory_memoryevent`` and ``chat_message`` of this run's
@@ -682,15 +683,24 @@ def stale_served(ranked: list[str], answer: list[str], stale: list[str], k: int 
     return not answer_ranks or min(stale_ranks) < min(answer_ranks)
 
 
+def stale_as_current(ranked: list[str], marked: list[bool], stale: list[str], k: int = STALE_K) -> bool:
+    """A stale turn among the top ``k`` that recall did not mark as no longer current (``current`` true in the
+    API): what a caller reading that field would take as true now."""
+    return any(t in stale and not m for t, m in zip(ranked[:k], marked[:k], strict=False))
+
+
 @dataclass
 class Scores:
     rows: list[tuple[Question, list[str]]] = field(default_factory=list)
+    #: Per question id, for each ranked hit, whether recall marked it as no longer current (product only).
+    marked: dict[str, list[bool]] = field(default_factory=dict)
 
-    def add(self, question: Question, ranked: list[str]) -> None:
+    def add(self, question: Question, ranked: list[str], marked: list[bool] | None = None) -> None:
         self.rows.append((question, ranked))
+        if marked is not None:
+            self.marked[question.id] = marked
 
-    @staticmethod
-    def _group(rows: list[tuple[Question, list[str]]]) -> dict[str, Any]:
+    def _group(self, rows: list[tuple[Question, list[str]]]) -> dict[str, Any]:
         out: dict[str, Any] = {"n": len(rows)}
         for k in KS:
             out[f"R@{k}"] = round(sum(locomo_recall.recall_at(r, q.answer, k) for q, r in rows) / len(rows), 4)
@@ -702,6 +712,11 @@ class Scores:
             out["stale_served"] = round(served / len(with_stale), 4)
             in_top = sum(any(t in q.stale for t in r[:STALE_K]) for q, r in with_stale)
             out["stale@5"] = round(in_top / len(with_stale), 4)
+            if self.marked:
+                as_current = sum(
+                    stale_as_current(r, self.marked.get(q.id, [False] * len(r)), q.stale) for q, r in with_stale
+                )
+                out["stale@5_as_current"] = round(as_current / len(with_stale), 4)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -765,7 +780,7 @@ def ask(dataset: Dataset, ingested: list[Ingested]) -> Asked:
             out.hit_types[f"{hit.memory.type}/{hit.memory.source_role or '-'}"] += 1
             ranked.append(turn)
             marked.append(bool(hit.stale))
-        out.scores.add(question, ranked)
+        out.scores.add(question, ranked, marked)
         out.details.append({"id": question.id, "kind": question.kind, "answer": question.answer,
                             "stale": question.stale, "ranked": ranked, "marked_stale": marked})  # fmt: skip
     return out
@@ -970,7 +985,7 @@ def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
     for group, s in summary.items():
         rows.append(
             [label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("stale_served", "-"),
-             s.get("stale@5", "-")]
+             s.get("stale@5", "-"), s.get("stale@5_as_current", "-")]
         )  # fmt: skip
     return rows
 
@@ -1182,7 +1197,7 @@ def main() -> None:
 
     print()
     print(f"{results['path_measured']}\n")
-    headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served", "stale@5"]
+    headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served", "stale@5", "stale@5 as current"]
     rows = report_rows(recall_summary, "recall (chat path)") + report_rows(bm25_summary, "BM25 raw turns")
     for knobs, summary in variants:
         rows += report_rows(summary, f"recall with {json.dumps(knobs)}")[:1]

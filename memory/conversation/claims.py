@@ -617,6 +617,11 @@ _ASKS = (
     ({"email"}, re.compile(r"邮箱|邮件|(?i:\be-?mail\b)")),
     ({"address"}, re.compile(r"地址|住哪|送到哪|寄到哪|门牌|房号|哪栋|哪个单元|(?i:\baddress\b|\bwhere\b)")),
     ({"percent"}, re.compile(r"折扣|几折|(?i:\bdiscount\b|\bpercent)")),
+    # what still holds: a coupon's, an offer's validity (``supersede._ends_validity`` changes it)
+    (
+        {"validity"},
+        re.compile(r"能用|可用|有效|过期|失效|(?i:\bvalid\b|\bexpire|\bstill\s+(?:use|work|good)|\busable\b)"),
+    ),
 )
 
 

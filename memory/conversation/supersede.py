@@ -363,6 +363,10 @@ def judge(
         # holds, whatever else either says (「工单…当前状态「待上门」」, weeks later 「工单…已标记为「已完工」，
         # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"").
         return Verdict(frozenset({"status", *changed}), superseded=True)
+    if _ends_validity(old, new, similarity):
+        # What else the older statement gives stays as true as it was (a refund beside the coupon that expired):
+        # it is stale only for a question about what is still valid.
+        return Verdict(frozenset({"validity"}), superseded=not old.values)
     terms = tuple(sorted(set(replaced))) if not (old.subjects - new.subjects) else ()
     if not (old.subjects - new.subjects) and (nearby or alike >= PROGRESS_WORDS or similarity >= SAME_THING):
         # A name or a number spelt again with one slip fixed (Hadad → Haddad, 何秀兰 → 何秀岚, 04512 → 04521) is
@@ -401,6 +405,39 @@ _DONE_EN = re.compile(
     r"(?i)\b(?:has|have|had|is|are|was|were|got)(?!n't)(?:\s+(?:now|already|just|finally|successfully|been))*"
     r"\s+(?P<act>[a-z]{3,}(?:ed|en))\b"
 )
+
+
+#: That something has stopped being valid (「已经过期了」, 「已失效」, "has expired", "is no longer valid"), and
+#: that something may be used or is valid (「7天内有效」, 「都能用」, "valid for 14 days", "you can use it"): closed
+#: classes of the language's words for validity, not of any one thing's.
+_EXPIRED = re.compile(
+    r"过期|失效|作废|已到期|不能再?用|无法再?(?:使用|兑换|用)"
+    r"|(?i:\b(?:has|have|had|is|are|was|were)\s+(?:now\s+|already\s+)?expired\b|\bno\s+longer\s+(?:valid|usable|active)\b"
+    r"|\bexpired\s+on\b)"
+)
+_VALID = re.compile(
+    r"有效|能用|可用|可以用|能兑换|可以兑换|(?i:\bvalid\b|\busable\b|\bcan\s+(?:still\s+)?use\b|\bexpires?\b)"
+)
+
+
+def _expiry_clauses(text: str) -> list[str]:
+    """The sentences of ``text`` that say something has stopped being valid."""
+    return [c for c in re.split(r"(?<=[。！？!?\n])|(?<=\.)\s+", text) if _EXPIRED.search(c)]
+
+
+def _ends_validity(old: Claim, new: Claim, similarity: float) -> bool:
+    """Whether ``new`` says that what ``old`` said may be used has stopped being valid: a sentence of ``new`` says
+    something expired, ``old`` says something is valid or usable and says nothing has expired, and the expired
+    thing is ``old``'s — the sentence names one of its identifiers, or ``old`` names none and the two are on one
+    topic (「那张50元话费券在有效期内都能兑换」, later 「HF50-QX3已于发放7天后过期，无法再兑换」)."""
+    if not _VALID.search(old.text) or _EXPIRED.search(old.text):
+        return False
+    clauses = _expiry_clauses(new.text)
+    if not clauses:
+        return False
+    if old.subjects:
+        return any(s in re.sub(r"[\s-]", "", c).upper() for c in clauses for s in old.subjects)
+    return similarity >= SAME_THING
 
 
 #: Where something stands, in words: its status or progress named ("status", 「状态」, 「进度」), or a short state

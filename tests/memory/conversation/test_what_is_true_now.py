@@ -1264,3 +1264,37 @@ def test_two_titled_things_states_are_two_facts(globex, fake_ollama):
     _session(globex, fake_ollama, "titles-en", [("any news?", 'Your application "Garden extension" is "Under review".')])
     _session(globex, fake_ollama, "titles-en", [("and the other?", 'Your application "Loft conversion" is "Approved".')])
     _unchanged(globex, "Garden extension")
+
+
+# --- something said to have expired ------------------------------------------------------------------------------
+
+
+def test_a_coupon_said_to_have_expired_is_no_longer_valid_though_its_date_was_never_said(acme, fake_ollama):
+    # 「在有效期内都能用」 gives no date; weeks later the agent says the coupon has expired
+    _session(
+        acme, fake_ollama, "expired-zh",
+        [("那张满200减30的券现在能用吗", "可以的，那张满200减30的券在有效期内都能用。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "expired-zh",
+        [("我想用那张券", "查到满200减30的券已经过期了，无法再使用。我给您补发了一张满100减10的券，30天内有效。")],
+    )  # fmt: skip
+    current = _current(_recall(acme, "expired-zh", "我现在还能用的券是哪张？"))
+    assert any("满100减10" in c for c in current), current
+    assert not any("在有效期内都能用" in c for c in current), current
+
+
+def test_a_code_said_to_have_expired_leaves_the_refund_beside_it_current(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "expired-en",
+        [("Sorry to hear that. Anything you can do?",
+          "I've refunded £12 to your card, and you can use WELCOME10 for 10% off your next order.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "expired-en",
+        [("I tried the code today", "I'm sorry, WELCOME10 has expired. I can offer SPRING5 instead, valid for 30 days.")],
+    )  # fmt: skip
+    valid = _current(_recall(globex, "expired-en", "Which discount code can I still use?"))
+    assert not any("WELCOME10 for 10% off" in c for c in valid), valid
+    refund = _current(_recall(globex, "expired-en", "How much did you refund to my card?"))
+    assert any("refunded £12" in c for c in refund), refund
