@@ -97,7 +97,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "money",
         re.compile(
             r"[¥￥$£€]\s*\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s*(?:元|块钱|块|(?i:yuan|rmb|dollars?|pounds?|euros?|usd|gbp))"
-            rf"|[{_CN_DIGITS}]+\s*(?:元|块钱|块)"
+            rf"|[{_CN_DIGITS}万亿]+\s*(?:元|块钱|块)"
         ),
     ),
     ("percent", re.compile(r"\d+(?:\.\d+)?\s*%|百分之[\d{_CN_DIGITS}]+|\d+(?:\.\d+)?\s*折")),

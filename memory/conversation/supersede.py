@@ -332,10 +332,9 @@ def judge(
             changed.add(attr)
         elif (
             similarity >= SAME_THING
-            and len(before) == 1
             and not _of_other_things(old, new, attr)
             and (
-                (kind in NAMED_KINDS and len(values) == 1)
+                (kind in NAMED_KINDS and len(before) == 1 and len(values) == 1)
                 or (kind not in IDENTITY_KINDS and _relabelled(old, new, attr))
             )
         ):
@@ -524,14 +523,28 @@ def _of_other_things(old: Claim, new: Claim, attr: str) -> bool:
 
 
 def _relabelled(old: Claim, new: Claim, attr: str) -> bool:
-    """Whether ``new`` gives the one value ``old`` gives of ``attr`` another value under the same label: of its
-    values of ``attr``, exactly one carries a word of the old one's label (``claims.label_of``), and it differs."""
-    (value,) = [v for v in old.values if v.attr == attr]
-    label = {w for w in label_of(old, value) if w not in _FLEETING}
-    if not label:
-        return False
-    relabelled = {v.norm for v in new.values if v.attr == attr and (label_of(new, v) | clause_label(new, v)) & label}
-    return len(relabelled) == 1 and value.norm not in relabelled
+    """Whether ``new`` gives a value ``old`` gives of ``attr`` another value under the same label: of its values of
+    ``attr``, exactly one carries a word of the old one's label (``claims.label_of``), and it differs (「席位上限200个，
+    已使用86个」, later 「席位上限500个」)."""
+    for value in (v for v in old.values if v.attr == attr):
+        label = {w for w in label_of(old, value) if w not in _FLEETING}
+        if not label:
+            continue
+        relabelled = {
+            v.norm
+            for v in new.values
+            if v.attr == attr and _shares_label(label_of(new, v) | clause_label(new, v), label)
+        }
+        if len(relabelled) == 1 and value.norm not in relabelled:
+            return True
+    return False
+
+
+def _shares_label(a: frozenset[str], b: set[str]) -> bool:
+    """Whether two labels share a word: an English word, or two Chinese character pairs (a word of three characters
+    or two words: 「席位上限」 twice, not 「取件时间」 and 「工作时间」, whose one pair is the kind's own name)."""
+    common = a & b
+    return any(not has_cjk(w) for w in common) or sum(has_cjk(w) for w in common) >= 2
 
 
 #: Words that label no attribute though they stand before a value: when it holds, not what it is.
