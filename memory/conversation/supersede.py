@@ -523,21 +523,20 @@ def _of_other_things(old: Claim, new: Claim, attr: str) -> bool:
 
 
 def _relabelled(old: Claim, new: Claim, attr: str) -> bool:
-    """Whether ``new`` gives a value ``old`` gives of ``attr`` another value under the same label: of its values of
-    ``attr``, exactly one carries a word of the old one's label (``claims.label_of``), and it differs (「席位上限200个，
-    已使用86个」, later 「席位上限500个」)."""
-    for value in (v for v in old.values if v.attr == attr):
-        label = {w for w in label_of(old, value) if w not in _FLEETING}
-        if not label:
-            continue
-        relabelled = {
-            v.norm
-            for v in new.values
-            if v.attr == attr and _shares_label(label_of(new, v) | clause_label(new, v), label)
-        }
-        if len(relabelled) == 1 and value.norm not in relabelled:
-            return True
-    return False
+    """Whether ``new`` gives the one value ``old`` gives of ``attr`` another value under the same label: of its
+    values of ``attr``, exactly one carries a word of the old one's label (``claims.label_of``), and it differs.
+    Only a lone value: a change is noted per attribute, and which of several amounts a later amount changed is
+    not known (a bill's total beside its overage fee, 「核减超出流量费三十元」 later)."""
+    values = [v for v in old.values if v.attr == attr]
+    if len(values) != 1:
+        return False
+    label = {w for w in label_of(old, values[0]) if w not in _FLEETING}
+    if not label:
+        return False
+    relabelled = {
+        v.norm for v in new.values if v.attr == attr and _shares_label(label_of(new, v) | clause_label(new, v), label)
+    }
+    return len(relabelled) == 1 and values[0].norm not in relabelled
 
 
 def _shares_label(a: frozenset[str], b: set[str]) -> bool:
