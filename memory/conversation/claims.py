@@ -3,7 +3,9 @@ values — the structure that decides which of two statements is true now (``mem
 
 A **value** is a span whose kind the text's own form shows: a date (「8月21号」, "the 21st", "June 30"), a
 weekday, a clock time, an amount of money, a phone number, an e-mail address, a postal address, a count with
-what it counts (「4个人」, 「两晚」, "6 people", "2 nights" — what is counted is the attribute), a percentage.
+what it counts (「4个人」, 「两晚」, "6 people", "2 nights" — what is counted is the attribute), a percentage, and
+values that name their attribute with them: a quantity in a unit (「300M」, "10mg": the unit), a label's letter or
+number ("Cohort A", "Gate 12": the label), a named one of a kind ("our High Street branch": the noun).
 An **identifier** (「TS20240318009」, 「DX80」, "ref 7GAWK763") is never a value: it names the subject, wherever it
 appears. The **masked text** is the text with each value replaced by its kind: two statements of one attribute
 with different values read alike once their values are masked.
