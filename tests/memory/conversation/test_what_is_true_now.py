@@ -1206,8 +1206,8 @@ def test_a_group_by_its_letter_and_a_store_by_its_name_are_replaced_sessions_lat
 
 
 def test_a_speed_in_its_unit_and_a_flat_in_its_building_are_replaced(acme, fake_ollama):
-    # 「100M」 → 「1000M」 (a quantity's unit names the attribute); 「7栋3单元402」 → 「7栋2单元402」 (a flat without its
-    # street is an address: one slip fixed is its correction)
+    # 「100M」 → 「1000M」 (a quantity's unit names the attribute); 「7栋3单元402」 → 「7栋2单元402」 (a flat
+    # without its street is an address: one slip fixed is its correction)
     _session(
         acme, fake_ollama, "speed-zh",
         [("我家宽带现在是100M的，经常卡", "已记录您的宽带套餐为100M。"),
@@ -1254,15 +1254,20 @@ def test_a_titled_applications_later_state_supersedes_the_earlier(globex, acme, 
         globex, fake_ollama, "title-en",
         [("and now?", '"Garden extension" has been decided: status "Approved", valid for 3 years.')],
     )  # fmt: skip
-    _assert_replaced(globex, "title-en", "Has my garden extension application been decided?", "Approved", "Under review")
+    question = "Has my garden extension application been decided?"
+    _assert_replaced(globex, "title-en", question, "Approved", "Under review")
     _session(acme, fake_ollama, "title-zh", [("进度怎么样", "您的申请「阳台封窗改造」目前状态「审核中」。")])
     _session(acme, fake_ollama, "title-zh", [("现在呢", "「阳台封窗改造」已审核通过，状态「已通过」。")])
     _assert_replaced(acme, "title-zh", "我的阳台封窗申请批了吗？", "已通过", "审核中")
 
 
 def test_two_titled_things_states_are_two_facts(globex, fake_ollama):
-    _session(globex, fake_ollama, "titles-en", [("any news?", 'Your application "Garden extension" is "Under review".')])
-    _session(globex, fake_ollama, "titles-en", [("and the other?", 'Your application "Loft conversion" is "Approved".')])
+    _session(
+        globex, fake_ollama, "titles-en", [("any news?", 'Your application "Garden extension" is "Under review".')]
+    )
+    _session(
+        globex, fake_ollama, "titles-en", [("and the other?", 'Your application "Loft conversion" is "Approved".')]
+    )
     _unchanged(globex, "Garden extension")
 
 
@@ -1292,7 +1297,8 @@ def test_a_code_said_to_have_expired_leaves_the_refund_beside_it_current(globex,
     )  # fmt: skip
     _session(
         globex, fake_ollama, "expired-en",
-        [("I tried the code today", "I'm sorry, WELCOME10 has expired. I can offer SPRING5 instead, valid for 30 days.")],
+        [("I tried the code today",
+          "I'm sorry, WELCOME10 has expired. I can offer SPRING5 instead, valid for 30 days.")],
     )  # fmt: skip
     valid = _current(_recall(globex, "expired-en", "Which discount code can I still use?"))
     assert not any("WELCOME10 for 10% off" in c for c in valid), valid
