@@ -70,6 +70,9 @@ IDENTITY_KINDS = frozenset({"phone", "email", "address"})
 #: Kinds of value that, in the customer's own requests on one matter in one session, name their attribute by
 #: themselves: what a count counts ("2 nights" after "3 nights"), a day of the week (the stay's, the table's).
 REQUESTED_KINDS = frozenset({"count", "weekday"})
+#: Kinds of value that say when something happens: their label is the event's verb ("leave by 17:00", "leave after
+#: 13:00"), which a customer's many bookings share, so a label in common does not make them one attribute.
+EVENT_KINDS = frozenset({"date", "time", "weekday"})
 #: Kinds of value whose attribute is named with the value: a quantity's unit, a label's word, a name's noun.
 NAMED_KINDS = frozenset({"measure", "label", "name"})
 #: A new value this like the old one (characters in common) is a correction of it.
@@ -335,7 +338,7 @@ def judge(
             and not _of_other_things(old, new, attr)
             and (
                 (kind in NAMED_KINDS and len(before) == 1 and len(values) == 1)
-                or (kind not in IDENTITY_KINDS and _relabelled(old, new, attr))
+                or (kind not in IDENTITY_KINDS | EVENT_KINDS and _relabelled(old, new, attr))
             )
         ):
             # The attribute is named with the value ("Cohort A" → "Cohort B", 「300M」 → 「500M」, "our High Street
