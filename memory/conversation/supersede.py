@@ -359,8 +359,16 @@ def judge(
             changed.add(attr)
             labelled_attrs.add(attr)
     names_all = old.subjects <= new.subjects
-    titled = not old.subjects and not new.subjects and bool(_titles(old) & _titles(new))
-    if (old.subjects and names_all or titled) and states_a_state(old) and states_a_state(new):
+    shared = _titles(old) & _titles(new) if not old.subjects and not new.subjects else set()
+    if (
+        shared
+        and _states_beside(old, shared)
+        and _states_beside(new, shared)
+        or old.subjects
+        and names_all
+        and states_a_state(old)
+        and states_a_state(new)
+    ):
         # Where a ticket, a claim, a prescription stands: the later state of the same identifier is the one that
         # holds, whatever else either says (「工单…当前状态「待上门」」, weeks later 「工单…已标记为「已完工」，
         # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"").
@@ -455,6 +463,15 @@ _TITLE = re.compile(r"[「“\"](?P<t>[^」”\"]*?(?:[A-Za-z]+\s+[A-Za-z]+|[\u4
 def _titles(claim: Claim) -> set[str]:
     """The quoted titles a statement names, lower-cased: a named thing, as an identifier is."""
     return {m.group("t").strip().lower() for m in _TITLE.finditer(claim.masked)}
+
+
+def _states_beside(claim: Claim, titles: set[str]) -> bool:
+    """Whether a statement says where something stands besides naming ``titles`` in quotes: a film's title said
+    twice ("I watched "Little Women"") is no state of it."""
+    rest = claim.masked
+    for title in titles:
+        rest = re.sub(r"[「“\"]\s*" + re.escape(title) + r"\s*[」”\"]", " ", rest, flags=re.I)
+    return bool(_STATE.search(rest))
 
 
 def states_a_state(claim: Claim) -> bool:

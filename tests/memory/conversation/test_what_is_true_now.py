@@ -1261,6 +1261,15 @@ def test_a_titled_applications_later_state_supersedes_the_earlier(globex, acme, 
     _assert_replaced(acme, "title-zh", "我的阳台封窗申请批了吗？", "已通过", "审核中")
 
 
+def test_a_title_said_twice_with_no_state_supersedes_nothing(globex, fake_ollama):
+    # a film's title in quotes names the film; saying it again is no later state of it
+    _session(globex, fake_ollama, "film-en", [('I just watched "Little Women" and loved it!', "Glad you enjoyed it.")])
+    _session(
+        globex, fake_ollama, "film-en", [('My sister watched "Little Women" too, she cried.', "It is a moving film.")]
+    )
+    _unchanged(globex, 'I just watched "Little Women"')
+
+
 def test_two_titled_things_states_are_two_facts(globex, fake_ollama):
     _session(
         globex, fake_ollama, "titles-en", [("any news?", 'Your application "Garden extension" is "Under review".')]
