@@ -1086,12 +1086,16 @@ def _said_again(
         for attr in verdict.changed:
             if (attr == "address" or attr.split(":", 1)[0] in NAMED_KINDS) and len(old.get(attr, ())) == 1:
                 changed.setdefault(attr, set()).add(frozenset(old[attr]))
+    if not changed:
+        return {}  # the common case: nothing of such an attribute changed, no earlier unit is read again
     out: dict[Any, Verdict] = {}
     for e in earlier:
+        done = verdicts.get(e.id)
+        if done is not None and done.superseded:
+            continue
         old_claim = claims.of(e)
         if old_claim.subjects and claim.subjects and not (old_claim.subjects & claim.subjects):
             continue  # about different things
-        done = verdicts.get(e.id)
         attrs = {
             attr
             for attr, values in old_claim.attrs.items()
