@@ -93,6 +93,8 @@ def normalise(key: str, value: str) -> str:
         value = ("+" if value.startswith("+") else "") + re.sub(r"\D", "", value)
         if re.fullmatch(r"[2-9]\d{9}", value):  # a North-American number in its ten digits: our older labels
             value = "+1" + value
+        if re.fullmatch(r"\+86[2-9]\d{8,10}", value):  # a Chinese landline in E.164: as the product stores it
+            value = "0" + value[3:]
     return re.sub(r"[\s,，]", "", value).casefold()
 
 
@@ -158,18 +160,33 @@ def predictions(extract: Extractor, items: list[dict[str, Any]], now: datetime) 
 
 
 def score(items: list[dict[str, Any]], predicted: list[set[tuple[str, str]]]) -> dict[str, Any]:
+    """Counts, precision and recall per key, over all messages and per language (``per_language``), and the
+    wrong and missed facts."""
     counts: dict[str, Counter[str]] = {key: Counter() for key in SCORED}
+    by_language: dict[str, dict[str, Counter[str]]] = {}
     errors = []
     for item, pred in zip(items, predicted, strict=True):
+        language = by_language.setdefault(item["lang"], {key: Counter() for key in SCORED})
         expected = {(f["key"], normalise(f["key"], f["value"])) for f in item["expect"]}
         for key, _ in pred & expected:
             counts[key]["tp"] += 1
+            language[key]["tp"] += 1
         for key, value in pred - expected:
             counts[key]["fp"] += 1
+            language[key]["fp"] += 1
             errors.append({"id": item["id"], "text": item["text"], "wrong": f"{key}={value}"})
         for key, value in expected - pred:
             counts[key]["fn"] += 1
+            language[key]["fn"] += 1
             errors.append({"id": item["id"], "text": item["text"], "missed": f"{key}={value}"})
+    return {
+        "per_key": _rates(counts),
+        "per_language": {lang: _rates(c) for lang, c in sorted(by_language.items())},
+        "errors": errors,
+    }
+
+
+def _rates(counts: dict[str, Counter[str]]) -> dict[str, dict[str, Any]]:
     per_key = {}
     for key, c in counts.items():
         predicted_n, labelled_n = c["tp"] + c["fp"], c["tp"] + c["fn"]
@@ -180,7 +197,7 @@ def score(items: list[dict[str, Any]], predicted: list[set[tuple[str, str]]]) ->
             "precision": round(c["tp"] / predicted_n, 3) if predicted_n else None,
             "recall": round(c["tp"] / labelled_n, 3) if labelled_n else None,
         }
-    return {"per_key": per_key, "errors": errors}
+    return per_key
 
 
 def _rel(path: Path) -> str:
@@ -193,6 +210,10 @@ def _rel(path: Path) -> str:
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def _pair(rates: dict[str, Any]) -> str:
+    return f"{_fmt(rates['precision'])} / {_fmt(rates['recall'])} ({rates['tp'] + rates['fn']})"
 
 
 def main() -> None:
@@ -242,6 +263,17 @@ def main() -> None:
     print(f"data: {_rel(data)}")
     print(f"{len(items)} messages ({langs['zh']} Chinese, {langs['en']} English); original = {revision[:10]}\n")
     print(table(["key", "labels", "new P", "new R", "original P", "original R", "wrong new/orig"], rows))
+    print("\nnew, per language (P / R):\n")
+    languages = sorted(results["new"]["per_language"])
+    print(
+        table(
+            ["key", *languages],
+            [
+                [key, *(_pair(results["new"]["per_language"][lang][key]) for lang in languages)]
+                for key in (*PROFILE, "order_id", "contact_phone", "contact_address", "work_address")
+            ],
+        )
+    )
     if args.errors:
         print()
         for error in results["new"]["errors"]:

@@ -39,6 +39,7 @@ __all__ = [
     "disowned_mentions",
     "is_quoted_or_example",
     "owner_of",
+    "taken_back",
     "whose",
 ]
 
@@ -48,12 +49,16 @@ __all__ = [
 Owner = Literal["user", "contact", "work", "other"]
 
 _CLAUSE_END = "，。；！？,;!?\n"
-_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)")
+# A full stop ends a sentence, not the one of an abbreviation: "the form says 'e.g. john@example.com'" keeps its
+# example marker in the value's sentence.
+_SENTENCE_END = re.compile(r"[。！？!?\n]|(?<![Ee]\.[Gg])(?<![Ii]\.[Ee])(?<!\b[MD]r)(?<!\bMrs)(?<!\bMs)\.(?:\s|$)")
 
 _RELATIVES_ZH = (
     "老婆|老公|媳妇|妻子|丈夫|爱人|太太|对象|男朋友|女朋友|男友|女友|未婚妻|未婚夫|妈妈|爸爸|母亲|父亲|老妈|老爸|爷爷|"
     "奶奶|外公|外婆|姥姥|姥爷|儿子|女儿|孩子|小孩|哥哥|姐姐|弟弟|妹妹|朋友|同事|同学|老板|领导|上司|室友|舍友|邻居|家人|"
-    "亲戚|婆婆|公公|岳母|岳父|丈母娘|闺蜜|舅舅|叔叔|表哥|表姐|表弟|表妹|堂哥|堂姐|助理|秘书|房东|父母|爸妈"
+    "亲戚|婆婆|公公|岳母|岳父|丈母娘|闺蜜|舅舅|叔叔|表哥|表姐|表弟|表妹|堂哥|堂姐|助理|秘书|房东|父母|爸妈|"
+    # people of the household and of the family's services: theirs unless the customer makes them a recipient
+    "保姆|月嫂|护工|家政阿姨|阿姨|老师|班主任|医生|大夫|护士|律师|会计|教练|前夫|前妻|(?<=[您你我])先生"
 )
 #: The nouns of a person's contact details, after a possessive.
 _DETAIL = r"(?:号码?|电话|手机|地址|邮箱|(?i:(?:mobile|cell|phone|number|address|e-?mail|details|line)(?![A-Za-z])))"
@@ -62,10 +67,12 @@ _CONTACT_WHO = (
     r"(?i:(?<![A-Za-z])(?:wife|husband|partner|spouse|fianc[ée]e?|mom|mum|mother|dad|father|parents?|son|daughter|"
     r"kids?|child(?:ren)?|brother|sister|sibling|friend|colleague|co-?worker|boss|neighbou?r|roommate|flatmate|"
     r"assistant|secretary|girlfriend|boyfriend|grand(?:ma|pa|mother|father|parents?)|aunt|uncle|cousin|nephew|niece|"
-    r"landlord|landlady|in-laws?|his|her|him)(?:'s|’s)?(?![A-Za-z]))|"
+    r"landlord|landlady|in-laws?|nanny|babysitter|au pair|carer|caregiver|cleaner|teacher|tutor|coach|doctor|"
+    r"nurse|lawyer|solicitor|accountant|his|her|him)(?:'s|’s)?(?![A-Za-z]))|"
     # any other person's: a possessive right before the detail ("the teacher's number", 「我前夫的号」)
     rf"(?i:(?<![A-Za-z])(?!(?:my|your|our|it|that|what|there|here|who|he|she|let)(?:'s|’s))[a-z]+(?:'s|’s)(?=\s+{_DETAIL}))|"
-    rf"我(?!自己|本人|家|们|这|那|留|填|登|预|绑|注|的)[\u4e00-\u9fff]{{1,3}}的(?={_DETAIL}|\s*$)"
+    rf"我(?!自己|本人|家|们|这|那|留|填|登|预|绑|注|的|把|给|为|帮|将|替|跟|和|对|向|在|被|让|说|是|用|刚|要|想)"
+    rf"[\u4e00-\u9fff]{{1,3}}的(?={_DETAIL}|\s*$)"
 )
 # 「我朋友住在…」: the contact lives there. The verb is part of the marker so that it ends after the user's own
 # 「住在」 and wins over it; ``who`` is the contact's name kept in the marker.
@@ -84,7 +91,8 @@ _OTHER = (
     r"专卖店|旗舰店|分店|体验店|网点|营业厅|服务中心|"
     r"售后(?:中心|网点|点|部|电话)|客服|热线|服务台|前台|总台|酒店|宾馆|民宿|旅馆|景区|景点|博物馆|餐厅|饭店|医院|诊所|"
     r"药店|银行|学校|物业|仓库|驿站|快递柜|代收点|自提点|门卫|机场|航空公司|车站|平台|官方|厂家|厂商|供应商|发件人|"
-    r"寄件人|对方|他们|她们|人工|哪家|谁的|"
+    r"寄件人|对方|他们|她们|人工|哪家|谁的|(?<![我您])店(?=电话|地址|号码|的电话|的地址)|"
+    r"(?:订位|订座|订餐|订房|预订)(?=电话|热线|专线|号码)|"
     r"(?i:(?<![A-Za-z])(?:hotel|motel|hostel|store|shop|outlet|branch|restaurant|cafe|clinic|hospital|pharmacy|bank|"
     r"school|courier|driver|delivery (?:guy|person|driver|man)|mailman|postman|technician|engineer|installer|"
     r"support|hotline|helpline|help ?desk|customer (?:service|care|support)|call cent(?:er|re)|service cent(?:er|re)|"
@@ -110,15 +118,19 @@ _CONTACTS_WORKPLACE = re.compile(
 )
 # A self marker that is negated says the value is NOT the user's: 「这不是我的电话 138…」, "that's not my number".
 _NEGATED_SELF = re.compile(
-    r"不是我(?:本人)?的?|并非我的?|不属于我|"
-    r"(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine|not me)(?![A-Za-z]))"
+    r"不是[我您](?:本人)?的?|并非[我您]的?|不属于[我您]|"
+    r"(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine|not me|isn't you(?:rs)?|is not you(?:rs)?|"
+    r"not yours)(?![A-Za-z]))"
 )
 #: Right before a number: who calls or writes *from* it — the caller's, not the customer's (「有个 131… 打电话」,
 #: "a call from 07700 …", "our technician will call you from 020 …").
 _CALLER = re.compile(
     r"有个|有一个|陌生(?:号码|电话|人)?|不认识的(?:号码|电话)?|"
-    r"(?i:(?<![A-Za-z])(?:(?:call|text|ring|phone|contact|reach|message)(?:s|ed|ing)?\s+(?:you|me)\s+from|"
-    r"(?:calls?|texts?|messages?|sms|voicemails?)\s+from|(?:called|calling|rang|texted)\s+(?:me\s+)?from)"
+    r"有人(?:用|拿)?|"
+    r"(?i:(?<![A-Za-z])(?:(?:call|text|ring|phone|contact|reach|message)(?:s|ed|ing)?\s+(?:you|me)\s+(?:back\s+)?from|"
+    r"(?:calls?|texts?|messages?|sms|voicemails?|e-?mails?)\s+from|"
+    r"(?:called|calling|rang|texted|e-?mailed|messaged|wrote)\s+(?:to\s+)?(?:me\s+|us\s+)?from|"
+    r"(?:call|ring|phone|text|contact|reach)\s+them\s+(?:on|at))"
     r"(?![A-Za-z]))"
 )
 #: A pasted or forwarded text (a signature, an e-mail thread): its details are its sender's, unless the customer
@@ -132,7 +144,7 @@ _FORWARDED = re.compile(
 #: 「用虚拟号 170… 联系您」, "… called me") — the caller's. Towards the company
 #: (「我用 138… 给你们打过电话」) it stays the customer's.
 _CALLS_IN = re.compile(
-    r"\s*(?:(?:给|向|跟)(?:我|您)(?:打|发|拨)|打来|打过来|打给(?:我|您)|联系(?:我|您)|来电|发来|"
+    r"\s*(?:(?:给|向|跟)(?:我|您)(?:打|发|拨)|打来|打过来|打给(?:我|您)|联系(?:我|您)|加(?:我|您)|来电|发来|"
     r"(?i:(?:called|rang|texted|phoned|messaged|contacted)\s+me(?![A-Za-z])))"
 )
 _OTHER_BY_ROLE = {
@@ -141,7 +153,9 @@ _OTHER_BY_ROLE = {
     r"公司|单位|办公室|"
     r"(?i:(?<![A-Za-z])(?:our|we're located|we are located|office|company|head office)(?![A-Za-z]))",
     # The company the user is talking to: 「你们客服电话」, "your hotline".
-    "user": r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))",
+    "user": r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))|"
+    # "the number on your website", "the address from your e-mail": the company's own
+    r"(?i:(?<![A-Za-z])(?:number|phone|line|address|e-?mail)\s+(?:on|from|in|at)\s+your\s+[\w-]+)",
 }
 _SELF_BY_ROLE = {
     "user": r"我(?:的|本人|自己的?)|我(?:留|填|登记|预留|绑定|注册)的|本人|我叫|我是|叫我|住在|家在|家里|"
@@ -161,7 +175,7 @@ _SELF_BY_ROLE = {
     r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }
 _EXAMPLE = re.compile(
-    r"例如|比如|譬如|举个?例|示例|样例|格式(?:如|为|是|:|：)|比方说|假设|(?i:e\.g\.|for example|for instance|such as|"
+    r"例如|比如|譬如|举个?例|示例|样例|例子|范例|格式(?:如|为|是|:|：)|比方说|假设|(?i:e\.g\.|for example|for instance|such as|"
     r"(?<![A-Za-z])(?:sample|dummy|format)(?![A-Za-z]))"
 )
 # After the value, a copula or a demonstrative hands the value to the possessor that follows:
@@ -172,6 +186,17 @@ _TAIL_LINK = re.compile(
     r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您|"
     # "We have (415) 555-0143 on file for you", "I've saved … as your contact number"
     r"\s*(?i:on\s+file|as)(?![A-Za-z])"
+)
+#: The value is removed from the account, before it (「已删除号码139…」, "I've removed your brother ((718) …)")
+#: or after it (「…的电话13500008817已从订单备注中删除」, "… has been deleted"): it is no longer anybody's detail
+#: here.
+_REMOVED_BEFORE = re.compile(
+    r"(?:删除|删掉|删去|解绑|移除|去掉|注销)(?:了)?[^，。；,;！？!?]{0,12}$|"
+    r"(?i:(?<![A-Za-z])(?:removed|deleted|unlinked|taken off|dropped)(?![A-Za-z])[^,;.!?]{0,30}$)"
+)
+_REMOVED_AFTER = re.compile(
+    r"[\s)）]*(?:已|已经|将|会)?(?:从[^，。；,;]{0,12})?(?:删除|删掉|移除|解绑)|"
+    r"(?i:[\s)]*(?:has been|was|will be|is|have been)\s+(?:removed|deleted|unlinked)(?![A-Za-z]))"
 )
 _PRIORITY: dict[Owner, int] = {"other": 3, "contact": 2, "work": 1, "user": 0}
 
@@ -188,9 +213,11 @@ class Ownership:
 # (「快递员电话」, 「门店地址」, 「酒店的」, "the hotel's", "the hotel at", "front desk is"), or the value follows it
 # directly: 「我在门店买的，手机号…」 mentions a shop but gives the user's own number.
 _VENUE_FOLLOWER = re.compile(
-    r"\s*(?:的|电话|地址|号码|手机|邮箱|热线|座机|联系方式|是|在|为|打(?:过|了)?的?电话|[:：]\s*$|\s*$)|"
+    r"\s*(?:的|电话|地址|号码|手机|邮箱|热线|座机|联系方式|是|在|为|叫|名叫|打(?:过|了)?的?电话|[:：]\s*$|\s*$)|"
     r"(?i:(?:'s|’s)|,\s*$|\s+(?:directly\s+)?(?:number|phone|line|address|e-?mail|is|at|on|can be reached|"
-    r"can be called)(?![A-Za-z]))"
+    r"can be called)(?![A-Za-z]))|"
+    # its name, address and number listed after it: "the Lakeview Hotel, 300 N State St, Chicago IL 60654, …"
+    r"(?:\s+[A-Z][\w'’&-]*)*(?:,\s*(?:[^,;.!?]*\d[^,;.!?]*|[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*))+,\s*$"
 )
 # A courier, a driver or a technician also owns the number they gave, left or sent: 「快递小哥给的号码」,
 # 「师傅留的电话」, "the courier left a note saying to call …" — unless they are the one it was given to:
@@ -287,13 +314,25 @@ def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return left, min(rights) if rights else len(text)
 
 
+_SINGLE_OPENS = re.compile(r"(?:^|(?<=[\s:(\[=]))'(?=\S)")
+_SINGLE_CLOSES = re.compile(r"(?<=\S)'(?=$|[\s.,;:!?)\]])")
+
+
 def _quoted(text: str, start: int, end: int) -> bool:
     before, after = text[:start], text[end:]
     for opening, closing in (("「", "」"), ("“", "”"), ("『", "』"), ("‘", "’")):
         if before.rfind(opening) > before.rfind(closing) and closing in after:
             return True
     line = before[before.rfind("\n") + 1 :]
-    return line.count('"') % 2 == 1 and '"' in after.split("\n", 1)[0]
+    rest = after.split("\n", 1)[0]
+    if line.count('"') % 2 == 1 and '"' in rest:
+        return True
+    # Single ASCII quotes, told from apostrophes by what is beside them: one opens after a space, a colon or a
+    # bracket and closes before one ("the receipt says 'Tel (303) 555-0170'"); "don't", "O'Donnell" and
+    # "parents' place" open nothing.
+    opening = max((m.end() for m in _SINGLE_OPENS.finditer(line)), default=-1)
+    closing = max((m.end() for m in _SINGLE_CLOSES.finditer(line)), default=-1)
+    return opening > closing and bool(_SINGLE_CLOSES.search(rest))
 
 
 def is_quoted_or_example(text: str, start: int, end: int) -> bool:
@@ -307,10 +346,12 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     Examples and quoted values are ``other`` unless the clause also says they are the user's own; a hotline is
     judged by the caller (:mod:`memory.text.phones`), not here.
     """
+    left, right = _clause_bounds(text, start, end)
+    if _REMOVED_BEFORE.search(text, left, start) or _REMOVED_AFTER.match(text, end):
+        return Ownership("other", "removed")
     venue = _VENUE_AFTER.match(text, end)
     if venue:
         return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
-    left, right = _clause_bounds(text, start, end)
     tail = text[end:right][:24]
     link = _TAIL_LINK.match(tail)
     found = _last_marker(tail, role, tail=True) if link else None
@@ -466,8 +507,13 @@ _DESIGNATION = re.compile(
 _WITHDRAWN = re.compile(
     r"算了|不用了|不寄了|(?:别|不要)(?:再)?(?:打|联系|寄|找)(?!我)|(?:不能|无法)(?:代为|帮您|为您)?(?:联系|打|寄|送)|"
     r"本来想|原本想|"
+    # the part itself said with a negation: 「不想让她签收」, 「不让您室友代收了」, 「后续不会联系她」
+    r"(?:不让|不想让|不要让|别让|不用|不会|不再|无需)[^，。；,;!?！？]{0,8}?(?:代收|代签|签收|收货|收件|代取|寄给|送给|"
+    r"联系(?!我)|打给(?!我))|"
     r"(?i:(?<![A-Za-z])(?:forget (?:that|it|about it)|never ?mind|scratch that|was going to|"
-    r"(?:do not|don't|never|stop) (?:call|contact|text|ring|send|deliver))(?![A-Za-z]))"
+    r"(?:do not|don't|never|stop) (?:call|contact|text|ring|send|deliver)|"
+    r"(?:won't|will not|isn't|is not|aren't|are not|no longer|can't|cannot)\s+(?:[\w']+\s+){0,2}?"
+    r"(?:send|deliver|sign|collect|receive|call|contact|authori[sz]ed|allowed))(?![A-Za-z]))"
 )
 
 
@@ -477,6 +523,21 @@ _CORRECTS = re.compile(
     r"[说写记填打输]错|更正|不对|"
     r"(?i:(?<![A-Za-z])(?:wrong|typo|i mean|correction|corrected)(?![A-Za-z]))"
 )
+
+
+#: Between two values of one key, words that take the first back: 「邮箱 a@… 哦不是 是 b@…」, 「订单号 DD…841 是我
+#: 打错了，正确的是 DD…814」, "21 Ashgrove Avenue... wait no, that's my old place… 8 Beech Terrace".
+_TAKEN_BACK = re.compile(
+    r"[说写记填打输弄]错|更正|不对|[哦噢啊呃]不|不是(?![^，。；,;]{0,12}[我您])|应该是|正确的是|"
+    r"(?i:(?<![A-Za-z])(?:no wait|wait,? no|correction|i mean|actually|should (?:read|be)|scratch that|typo|"
+    r"autocorrect|old (?:place|address|number|email)|moved|not that one)(?![A-Za-z]))"
+)
+
+
+def taken_back(text: str, first_end: int, second_start: int) -> bool:
+    """The words between a value ending at ``first_end`` and another of its key starting at ``second_start``
+    correct the first: the second replaces it, however unlike the two are."""
+    return bool(_TAKEN_BACK.search(text, first_end, second_start))
 
 
 def designates_contact(text: str) -> bool:

@@ -56,7 +56,13 @@ from django.conf import settings
 from memory.extraction.confirmation import is_change, is_confirmation, is_rejected
 from memory.extraction.content import CONTENT_LIMIT, content
 from memory.extraction.dates import extract_dates, parse_expiry
-from memory.extraction.ownership import designates_contact, disowned_mentions, is_quoted_or_example
+from memory.extraction.ownership import (
+    designates_contact,
+    disowned_mentions,
+    is_quoted_or_example,
+    taken_back,
+    whose,
+)
 from memory.extraction.service import (
     extract_accounts,
     extract_batches,
@@ -230,6 +236,8 @@ _ADDRESS_BARE = re.compile(
     r"(?:(?<![" + _CJK + r"])|(?<=[是在到为往]))(?![是在到为往]|不是|并非)"
     r"(?P<v>[" + _CJK + r"]{2,8}?(?:省|自治区|市)[^，。；！？,;!?\n]{2,50})"
 )
+#: What every Chinese address has: a number (「478号」, 「三栋」) or a named division (省, 市, 区, 县, 镇, 乡, 村).
+_ADDRESS_ANCHOR = re.compile(r"\d|[一二三四五六七八九十百零两]+[号栋幢楼层室]|[省市区县镇乡村]")
 _ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
 # The possessor before an address, up to a colon: 「我家：」, 「我姐家：」, 「我朋友那边的地址：」, 「公司地址：」.
 _ADDRESS_LEAD = re.compile(r"[^：:\d省市区县路街]{0,10}?(?:的)?(?:地址)?\s*[：:]\s*")
@@ -348,9 +356,14 @@ def _owned_key(state: _Extraction, key: str, start: int, end: int) -> str | None
     """The key a profile value at ``text[start:end]`` is stored under, or None when it is nobody's profile.
 
     A value that is not the user's still claims its span, so no later extractor re-reads it as something else; so
-    does a value a correction rejects (「不是 15921873306，是 …」).
+    does a value a correction rejects (「不是 15921873306，是 …」), and a bare value of a kind the message disowns.
     """
-    owned = None if is_rejected(state.text, start) else _BY_OWNER[key][state.owner(start, end)]
+    ownership = whose(state.text, start, end, role=state.role)
+    owned = None if is_rejected(state.text, start) else _BY_OWNER[key][ownership.owner]
+    if owned == key and not ownership.marker and key in disowned_mentions(state.text):
+        # 「收件电话 158… 我完全不认识，不是我本人的」, "That number, 07700 900777, isn't mine": a value no words
+        # give to the customer, of a kind the message says is not theirs
+        owned = None
     if owned is not None and owned.startswith("contact_") and not designates_contact(state.text):
         owned = None  # someone's details the customer gave them no part with (a teacher's, a landlord's number)
     if owned is None:
@@ -480,6 +493,8 @@ def _extract_addresses(state: _Extraction) -> None:
         road_number = re.search(r"[路街道巷].*\d+\s*号", value)
         if len(markers) < 2 and not road_number:
             continue
+        if not _ADDRESS_ANCHOR.search(value):
+            continue  # 「买东西就因为少写了个单元号」: an address has a number or a named division
         if not re.match(f"[{_CJK}]", value):
             continue
         start = match.start("v") + skip
@@ -788,18 +803,23 @@ def _without_slips(state: _Extraction) -> list[_Found]:
     「手机号是 139 0000 1357，不对不对，是 139 0000 1375」, "Phone is 07700 900345 - sorry, typo, it's 07700 900354",
     「由 18700002233 更正为 18700002323」, "was (619) 555-0114 and is now (619) 555-0141": one person's one phone, said
     twice nearly alike, is a slip and its fix, whatever words say so. The later value stands, unless a denial
-    comes right before it ("G12 8QQ rather than G12 8QA"). Values of different keys (the user's and a contact's)
-    never correct each other.
+    comes right before it ("G12 8QQ rather than G12 8QA"). Two values of one key however unlike, order ids too,
+    with words between them that take the first back (:func:`taken_back`: 「哦不是」, "wait no, that's my old
+    place") are a correction as well. Values of different keys (the user's and a contact's) never correct each
+    other.
     """
     found = sorted(state.found, key=lambda f: (f.start, f.key))
     dropped: set[int] = set()
     for i, earlier in enumerate(found):
-        if earlier.key not in _SINGLE_VALUED:
+        if earlier.key not in _SINGLE_VALUED and earlier.key != "order_id":
             continue
         for j in range(i + 1, len(found)):
             later = found[j]
-            if j in dropped or later.key != earlier.key or not _slip(earlier.value, later.value):
+            if j in dropped or later.key != earlier.key:
                 continue
+            if earlier.key == "order_id" or not _slip(earlier.value, later.value):
+                if not taken_back(state.text, earlier.end, later.start):
+                    continue
             dropped.add(j if is_rejected(state.text, later.start) else i)
             break
     return [item for i, item in enumerate(found) if i not in dropped]

@@ -121,9 +121,16 @@ def written_forms(value: str) -> list[str]:
     return forms
 
 
+#: Full-width digits, plus, hyphen and the ideographic space, each to its ASCII form: one character for one, so
+#: the spans found in the translated text are the original's (「１３６００００７７８２」 is a mobile like any other).
+_HALF_WIDTH = str.maketrans({**{chr(0xFF10 + d): str(d) for d in range(10)}, "＋": "+", "－": "-", "\u3000": " "})
+
+
 def find_phones(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS) -> list[PhoneMatch]:
     """Every phone-number candidate in ``text``, mobiles first; overlapping candidates are left to the caller.
-    ``regions`` are the regions whose national numbers are read, the first preferred."""
+    ``regions`` are the regions whose national numbers are read, the first preferred. Full-width digits are read
+    as their ASCII digits; spans are the original text's."""
+    text = text.translate(_HALF_WIDTH)
     found: list[PhoneMatch] = []
     for match in _CN_MOBILE.finditer(text):
         value = re.sub(r"\D", "", match.group("v"))
