@@ -175,7 +175,8 @@ _SELF_BY_ROLE = {
     r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }
 _EXAMPLE = re.compile(
-    r"例如|比如|譬如|举个?例|示例|样例|例子|范例|格式(?:如|为|是|:|：)|比方说|假设|(?i:e\.g\.|for example|for instance|such as|"
+    r"例如|比如|譬如|举个?例|示例|样例|例子|范例|格式(?:如|为|是|:|：)|比方说|假设|"
+    r"(?i:e\.g\.|for example|for instance|such as|"
     r"(?<![A-Za-z])(?:sample|dummy|format)(?![A-Za-z]))"
 )
 # After the value, a copula or a demonstrative hands the value to the possessor that follows:
