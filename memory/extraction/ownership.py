@@ -166,7 +166,8 @@ _SELF_BY_ROLE = {
     "assistant": r"您(?:在\S{1,6}?)?(?:登记|预留|留|填写|绑定|注册)的|"
     r"家庭(?:地址|住址)|(?i:(?<![A-Za-z])(?:as|your) home(?![A-Za-z]))|"
     r"您(?:这边|本人)?(?:的|留的|预留的|登记的|绑定的|注册的|提供的|填写的|填的|下单时?(?:填写|留|预留)的|"
-    r"账[户号]上?(?:绑定)?的)|您(?:本人|自己)?(?:保持|确认|核对|核实)?(?:一下)?(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
+    r"账[户号]上?(?:绑定)?的)|您(?:本人|自己)?(?:保持|确认|核对|核实|注册|登记|预留|绑定|留)?(?:一下)?"
+    r"(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
     r"[为帮给]您(?:把|在|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
     # the account's own default (「默认收货地址已更新为…」): the customer's, whoever set it
@@ -198,6 +199,12 @@ _REMOVED_BEFORE = re.compile(
 _REMOVED_AFTER = re.compile(
     r"[\s)）]*(?:已|已经|将|会)?(?:从[^，。；,;]{0,12})?(?:删除|删掉|移除|解绑)|"
     r"(?i:[\s)]*(?:has been|was|will be|is|have been)\s+(?:removed|deleted|unlinked)(?![A-Za-z]))"
+)
+#: The agent introducing themself: the details in the rest of its sentence are the agent's (「我是您的专属客户经理周婷，
+#: 座机 …，手机 …」, "I'm Dana, your account manager, direct line …").
+_AGENT_INTRODUCES = re.compile(
+    r"我是|我叫|本人是|(?i:(?<![A-Za-z])my name is)|"
+    r"(?<![A-Za-z])(?:I'm|I am|This is|this is)\s+[A-Z][a-z]+(?=,|\s+(?:from|your))"
 )
 _PRIORITY: dict[Owner, int] = {"other": 3, "contact": 2, "work": 1, "user": 0}
 
@@ -250,8 +257,11 @@ _REGISTERED = re.compile(
     r"entered|listed))"
 )
 _BARE_FIELD = re.compile(
-    r"\s*(?:手机号码|手机号|手机|电话号码|电话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址|"
-    r"(?i:(?:phone|mobile|cell)(?: number)?|e-?mail(?: address)?|address))\s*(?:是|为|:|：|(?i:is))?\s*"
+    r"\s*(?:(?:登记|预留|注册|绑定|留|填写)的?|联系|收件|收货|注册|常用)?"
+    r"(?:手机号码|手机号|手机|电话号码|电话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址)"
+    r"\s*(?:是|为|:|：|(?:已)?(?:改成|改为|更新为|修改为|变更为)了?)?\s*|"
+    r"(?i:\s*(?:and\s+)?(?:the\s+|your\s+)?(?:shipping\s+|delivery\s+|billing\s+|contact\s+|home\s+|account\s+)?"
+    r"(?:(?:phone|mobile|cell)(?: number)?|e-?mail(?: address)?|address)\s*(?:is|:|stays as|is now|now)?\s*)"
 )
 
 
@@ -361,13 +371,24 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     if found is None:
         # Earlier clauses of the sentence: 「收件人是我妈，电话…」, 「寄到我公司，地址是…」. The agent's 「您的」 there
         # confirms nothing about this value (「您的订单已发货，如有问题请拨打…」), so only third parties count.
-        earlier = _last_marker(text[_sentence_start(text, left) : left], role)
+        sentence = _sentence_start(text, left)
+        earlier = _last_marker(text[sentence:left], role)
+        if (
+            role != "user"
+            and earlier is not None
+            and earlier.owner == "user"
+            and _AGENT_INTRODUCES.search(text, sentence, left)
+        ):
+            earlier = Ownership("other", "the agent's own")
         if earlier is not None and (
-            role == "user"
-            or earlier.owner != "user"
-            or (_REGISTERED.search(earlier.marker) and _BARE_FIELD.fullmatch(text[left:start]) and not tail.strip())
+            role == "user" or earlier.owner != "user" or (_BARE_FIELD.fullmatch(text[left:start]) and not tail.strip())
         ):
             found = earlier
+    if found is None and role == "user" and not text[_sentence_start(text, left) : start].strip():
+        # The value opens its sentence: the sentence before says whose it is ("Can you send it to my office
+        # instead? Suite 410, 1 Market Plaza …", "Not my address! 14 Harbour View, Cork …").
+        before = _sentence_start(text, left)
+        found = _last_marker(text[_sentence_start(text, max(0, before - 1)) : before], role, tail=True)
     if found is not None and found.owner == "other" and _NEGATED_SELF.fullmatch(found.marker):
         found = _contact_before_denial(text, start, role) or found
     if found is not None and found.owner == "contact":

@@ -238,11 +238,14 @@ _ADDRESS_BARE = re.compile(
 )
 #: What every Chinese address has: a number (「478号」, 「三栋」) or a named division (省, 市, 区, 县, 镇, 乡, 村).
 _ADDRESS_ANCHOR = re.compile(r"\d|[一二三四五六七八九十百零两]+[号栋幢楼层室]|[省市区县镇乡村]")
+_ADDRESS_FLAT = re.compile(r"\s*\d{3,4}(?=\s*$)")
 _ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
 # The possessor before an address, up to a colon: 「我家：」, 「我姐家：」, 「我朋友那边的地址：」, 「公司地址：」.
 _ADDRESS_LEAD = re.compile(r"[^：:\d省市区县路街]{0,10}?(?:的)?(?:地址)?\s*[：:]\s*")
 _ADDRESS_MARKERS = re.compile(r"省|自治区|市|区|县|镇|乡|村|路|街|道|巷|胡同|号|栋|幢|单元|室|楼|小区|大厦")
-_ADDRESS_TAIL = re.compile(r"^.*(?:号楼|号院|号|室|楼|栋|幢|单元|层|座|大厦|小区|广场|中心|[路街道巷](?=\s*$))", re.S)
+_ADDRESS_TAIL = re.compile(
+    r"^.*(?:号楼|号院|号|室|楼|栋|幢|单元|(?<=\d)门|层|座|大厦|小区|广场|中心|[路街道巷](?=\s*$))", re.S
+)
 # An English address: an optional flat, unit or level first ("Flat 4B, ", "Unit 5, ", "Level 9, "), a street line
 # ("27 Carlisle Road", "3/118 Swan Street" — unit 3 at number 118), then the parts of the same address that follow
 # it: unit or floor ("Suite 400", "10th Floor"), town, and the postal code of its country — a US state and ZIP
@@ -281,13 +284,18 @@ _PRODUCT_BRAND = re.compile(
     + r")*)"
     + _Z
 )
+#: One word of an English name: "Grace", "O'Donnell", "McDonald".
+_NAME_WORD = r"[A-Z](?:[a-z]+|['’][A-Z][a-z]+|[a-z]+[A-Z][a-z]+)"
+#: A name of one to three words, and a full name of two or three.
+_FULL_NAME = _NAME_WORD + r"(?:[ -]" + _NAME_WORD + r"){0,2}"
+_FIRST_AND_LAST = _NAME_WORD + r"(?:[ -]" + _NAME_WORD + r"){1,2}"
 _NAME_SURNAME_ZH = re.compile(r"(?:本人|我|免贵)姓\s*(?P<v>[" + _CJK + r"]{1,2})")
 _NAME_INTRO_ZH = re.compile(
     r"(?P<strength>我叫|我的名字(?:是|叫)|名字(?:是|叫)|姓名(?:是|为|:|：)?|叫我|我是|本人是?|我?这边是)\s*"
 )
 _NAME_EN = re.compile(
     r"(?i:(?P<strength>my name is|my name's|name's|call me|this is|i am|i'm|i’m))\s+"
-    r"(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})" + _Z
+    r"(?P<v>" + _FULL_NAME + r")" + _Z
 )
 # The agent reads the user's name back only in these words: 「您登记的姓名是…」, "the name on the account is …".
 _NAME_AGENT_ZH = re.compile(
@@ -296,19 +304,37 @@ _NAME_AGENT_ZH = re.compile(
 )
 # The agent greeting the customer by full name at the start of a message: 「周明轩先生您好」, 「李女士，…」 is a surname
 # and no full name; the name must be one (``is_chinese_name``).
-_NAME_ADDRESSED_ZH = re.compile(r"^\s*(?P<v>[" + _CJK + r"]{2,3})(?=(?:先生|女士|小姐)(?:您好|你好|，|,|：|:))")
+_NAME_ADDRESSED_ZH = re.compile(
+    r"^\s*(?P<v>[" + _CJK + r"]{2,3})(?=(?:(?:先生|女士|小姐)(?:您好|你好|，|,|：|:))|您好|你好)"
+)
+# The agent greeting or thanking the customer by full name: "Hi Sophie Turner-Blake, …", "Thank you, Eleanor
+# Whitfield, I can see …", "Dear Tom Reyes". A first name alone is no full name.
+_NAME_VOCATIVE_EN = re.compile(
+    r"^\s*(?i:hi|hello|hey|dear|good (?:morning|afternoon|evening)|thank you|thanks)[,!]?\s+"
+    r"(?P<v>" + _FIRST_AND_LAST + r")\s*[,.!—–-]"
+)
+# The agent changing the name on the account or order: "I've changed the name on your order from 'Dan M.' to
+# Daniel Mensah", 「已将收件人姓名改为您本人谭晓东」.
+_NAME_CHANGED = re.compile(
+    r"(?i:name on (?:your|the) (?:order|account|booking|reservation|parcel|ticket)(?: from .{1,30}?)? to)\s+"
+    r"(?P<v>" + _FIRST_AND_LAST + r")" + _Z
+)
+_NAME_CHANGED_ZH = re.compile(r"(?P<strength>(?:姓名|名字)(?:已)?(?:改为|更正为|更新为|改成|修改为)(?:您本人|您)?)\s*")
+# A field the customer fills in: "Name: Ibrahim Yusuf / Phone: …", "Me: Tom Reyes, (512) …".
+_NAME_FIELD_EN = re.compile(
+    r"(?:^|\n|/)\s*(?i:me|name|full name|my name)\s*[:：]\s*(?P<v>" + _FIRST_AND_LAST + r")" + _Z
+)
 _NAME_AGENT_EN = re.compile(
     r"(?i:(?P<strength>your (?:full )?name is|the name on (?:the|your) (?:account|file|booking|reservation) is|"
-    r"(?:we|I) have your name as|the name (?:we have )?on file is))\s+(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2})" + _Z
+    r"(?:we|I) have your name as|the name (?:we have )?on file is))\s+(?P<v>" + _FULL_NAME + r")" + _Z
 )
 # The agent reading back whose the account or booking is: "the account holder as Kenji Tanaka", "the booking under
 # Marta Kowalski", "the account is in your name, Olivia Brennan". The words say whose it is, so no other owner test.
 _NAME_READBACK_EN = re.compile(
     r"(?i:(?P<strength>account holder (?:as|is)|in your name,?|(?:registered|booked) (?:to|under|in the name of)|"
     r"(?:booking|order|account|reservation|ticket|policy)s? (?:is |are |was )?(?:under|in)(?: the name(?: of)?:?)?))"
-    r"\s+(?P<v>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2})" + _Z
+    r"\s+(?P<v>" + _FIRST_AND_LAST + r")" + _Z
 )
-_FULL_NAME = r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}"
 # The user signing off — a last line after a dash or a closing word ("Thanks anyway\n— Aisha", "Regards,\nTom
 # Becker") — or introducing themselves at the start with a full name ("Priya Nair speaking.", "Hi, it's Tom
 # Becker, …"; one word only before "speaking": "It's Monday" and "Someone here" name no one).
@@ -316,8 +342,8 @@ _NAME_SIGNED_EN = re.compile(
     r"(?:\n\s*[-—–~]+\s*|(?i:(?:^|\n)\s*(?:thanks|thank you|cheers|regards|best|kind regards|best regards|"
     r"many thanks|sincerely|yours)[,!.]?\s*(?:\n|[-—–]\s*)\s*))(?P<v>" + _FULL_NAME + r")\s*$"
     r"|^\s*(?i:(?:hi|hello|hey|good (?:morning|afternoon|evening))[,!.]?\s+)?"
-    r"(?:(?i:it's|it’s|this is)\s+(?P<w>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2})(?=[\s,.!;]|$)"
-    r"|(?P<u>[A-Z][a-z]+(?:[ -][A-Z][a-z]+){1,2}(?=\s+(?i:speaking|here)(?![A-Za-z]))|[A-Z][a-z]+(?=\s+speaking\b)))"
+    r"(?:(?i:it's|it’s|this is)\s+(?P<w>" + _FIRST_AND_LAST + r")(?=[\s,.!;]|$)"
+    r"|(?P<u>" + _FIRST_AND_LAST + r"(?=\s+(?i:speaking|here)(?![A-Za-z]))|[A-Z][a-z]+(?=\s+speaking\b)))"
 )
 # The customer pasting their own signature: the first line under the announcement that is a name ("Pasting my own
 # signature so you have everything:\n\nHannah Cole\nSenior Analyst", 「我把我的邮件签名贴给你：\n李婉清\n…」).
@@ -329,7 +355,7 @@ _NAME_CORRECTED_ZH = re.compile(
     r"(?:姓名|名字)[^，。；\n]{0,6}?由?\s*[“\"「](?P<old>[\u4e00-\u9fff]{2,4})[”\"」]\s*(?:更正|改|修改|变更)(?:为|成)\s*"
     r"[“\"「](?P<v>[\u4e00-\u9fff]{2,4})[”\"」]"
 )
-_SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name) is)\s+(?P<v>[A-Z][a-z]+)" + _Z)
+_SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name) is)\s+(?P<v>" + _NAME_WORD + r")" + _Z)
 _NOT_NAMES_EN = frozenset(
     "Fine Good Okay Ok Sorry Here Back Not Happy Glad Just So Very Really Sure Done Ready Afraid Calling Looking "
     "Chinese American British English French German Japanese Korean Indian Canadian Australian New Still Also "
@@ -485,8 +511,12 @@ def _extract_addresses(state: _Extraction) -> None:
         if not tail:
             continue
         room = (
-            _ADDRESS_ROOM.match(candidate, tail.end()) if re.search(r"(?:[楼栋幢座层]|单元)$", tail.group(0)) else None
+            _ADDRESS_ROOM.match(candidate, tail.end())
+            if re.search(r"(?:[楼栋幢座层门]|单元)$", tail.group(0))
+            else None
         )
+        if room is None and tail.group(0).endswith("号"):
+            room = _ADDRESS_FLAT.match(candidate, tail.end())  # 「漕溪北路88弄12号602」: flat 602 of No. 12
         taken = room.end() if room else tail.end()  # 「8 号楼 1502」「2 单元 901」: the room after the building
         value = candidate[:taken].strip()
         markers = set(_ADDRESS_MARKERS.findall(value))
@@ -556,8 +586,10 @@ def _extract_names(state: _Extraction) -> None:
     """The user's name: introduced by the user (「我叫…」, "my name is …"), or read back by the agent."""
     if state.role != "user":
         _extract_name_intros(state, _NAME_AGENT_ZH, ((_NAME_AGENT_EN, ""),))
-        for match in _NAME_READBACK_EN.finditer(state.text):
-            _add_english_name(state, match.start("v"), match.end("v"), owner_checked=True)
+        _extract_name_intros(state, _NAME_CHANGED_ZH, ())
+        for pattern in (_NAME_READBACK_EN, _NAME_VOCATIVE_EN, _NAME_CHANGED):
+            for match in pattern.finditer(state.text):
+                _add_english_name(state, match.start("v"), match.end("v"), owner_checked=True)
         _extract_corrected_name(state)
         addressed = _NAME_ADDRESSED_ZH.match(state.text)
         if addressed:
@@ -566,6 +598,8 @@ def _extract_names(state: _Extraction) -> None:
     for match in _NAME_SIGNED_EN.finditer(state.text):
         group = next(name for name in ("v", "w", "u") if match.group(name))
         _add_english_name(state, match.start(group), match.end(group), owner_checked=False)
+    for match in _NAME_FIELD_EN.finditer(state.text):
+        _add_english_name(state, match.start("v"), match.end("v"), owner_checked=False)
     _extract_corrected_name(state)
     signature = _OWN_SIGNATURE.search(state.text)
     if signature:
