@@ -17,7 +17,8 @@ message. Two extractors run on the same set:
 Run from the repository root: ``.venv/bin/python bench/quality/extraction_precision.py`` (a few seconds; rjieba loads
 its dictionary once). Prints a Markdown table and writes ``bench/out/extraction_precision.json``. ``--errors`` lists
 each wrong or missed fact of the new code. ``--data PATH`` scores another labelled file of the same schema (e.g.
-the held-out ``bench/data/extraction_labels_holdout.json``); its result then goes to
+the held-out ``bench/data/extraction_labels_holdout.json``); ``--half fit`` or ``--half report`` scores one half of a
+set split in two (ids in pairs: 1–2, 5–6, … fit; 3–4, 7–8, … report); its result then goes to
 ``bench/out/extraction_precision_<stem>.json`` (the stem less ``extraction_labels_``) unless ``--out NAME`` names
 another ``bench/out/NAME.json``. Django's apps are loaded (``memory.extraction`` exports its entry point, which
 stores), but no database is opened.
@@ -212,6 +213,12 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def _half(item_id: int) -> str:
+    """The half an item is in, by its id taken in pairs: a set written alternating languages (or roles) keeps both
+    in each half."""
+    return "fit" if (item_id - 1) // 2 % 2 == 0 else "report"
+
+
 def _pair(rates: dict[str, Any]) -> str:
     return f"{_fmt(rates['precision'])} / {_fmt(rates['recall'])} ({rates['tp'] + rates['fn']})"
 
@@ -224,6 +231,11 @@ def main() -> None:
     parser.add_argument("--errors", action="store_true", help="list the new code's wrong and missed facts")
     parser.add_argument("--data", type=Path, default=LABELS, help=f"labelled messages (default: {_rel(LABELS)})")
     parser.add_argument("--out", help="result name, written to bench/out/NAME.json (default: see docstring)")
+    parser.add_argument(
+        "--half",
+        choices=("fit", "report"),
+        help="score one half of a set that is split: fit = ids 1-2, 5-6, 9-10 …; report = ids 3-4, 7-8 …",
+    )
     args = parser.parse_args()
     data = args.data.resolve()
     out_name = args.out or (
@@ -236,6 +248,9 @@ def main() -> None:
 
     labels = json.loads(data.read_text())
     items, now = labels["items"], datetime.fromisoformat(labels["now"])
+    if args.half:
+        items = [item for item in items if _half(item["id"]) == args.half]
+        out_name += f"_{args.half}"
     revision = args.baseline or baseline_revision()
     with tempfile.TemporaryDirectory() as workdir:
         original = load_original(revision, Path(workdir))
@@ -260,7 +275,7 @@ def main() -> None:
             ]
         )
     langs = Counter(item["lang"] for item in items)
-    print(f"data: {_rel(data)}")
+    print(f"data: {_rel(data)}" + (f", {args.half} half" if args.half else ""))
     print(f"{len(items)} messages ({langs['zh']} Chinese, {langs['en']} English); original = {revision[:10]}\n")
     print(table(["key", "labels", "new P", "new R", "original P", "original R", "wrong new/orig"], rows))
     print("\nnew, per language (P / R):\n")
@@ -286,6 +301,7 @@ def main() -> None:
             "when": now_iso(),
             "git": git_state(),
             "labels": _rel(data),
+            "half": args.half,
             "messages": len(items),
             "languages": dict(langs),
             "baseline_revision": revision,
