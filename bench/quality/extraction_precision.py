@@ -94,7 +94,8 @@ def normalise(key: str, value: str) -> str:
         value = ("+" if value.startswith("+") else "") + re.sub(r"\D", "", value)
         if re.fullmatch(r"[2-9]\d{9}", value):  # a North-American number in its ten digits: our older labels
             value = "+1" + value
-        if re.fullmatch(r"\+86[2-9]\d{8,10}", value):  # a Chinese landline in E.164: as the product stores it
+        if re.fullmatch(r"\+86\d{9,11}", value) and not re.fullmatch(r"\+861[3-9]\d{9}", value):
+            # a Chinese landline in E.164, as the product stores it: its area code with the trunk 0
             value = "0" + value[3:]
     return re.sub(r"[\s,，]", "", value).casefold()
 

@@ -51,7 +51,9 @@ Owner = Literal["user", "contact", "work", "other"]
 _CLAUSE_END = "，。；！？,;!?\n"
 # A full stop ends a sentence, not the one of an abbreviation: "the form says 'e.g. john@example.com'" keeps its
 # example marker in the value's sentence.
-_SENTENCE_END = re.compile(r"[。！？!?\n]|(?<![Ee]\.[Gg])(?<![Ii]\.[Ee])(?<!\b[MD]r)(?<!\bMrs)(?<!\bMs)\.(?:\s|$)")
+_SENTENCE_END = re.compile(
+    r"[。！？!?\n]|(?<![Ee]\.[Gg])(?<![Ii]\.[Ee])(?<!\b[MD]r)(?<!\bMrs)(?<!\bMs)\.(?!(?<=\b[Nn]o\.)\s+(?:is\b|\d|\+))(?:\s|$)"
+)
 
 _RELATIVES_ZH = (
     "老婆|老公|媳妇|妻子|丈夫|爱人|太太|对象|男朋友|女朋友|男友|女友|未婚妻|未婚夫|妈妈|爸爸|母亲|父亲|老妈|老爸|爷爷|"
@@ -71,7 +73,7 @@ _CONTACT_WHO = (
     r"nurse|lawyer|solicitor|accountant|his|her|him)(?:'s|’s)?(?![A-Za-z]))|"
     # any other person's: a possessive right before the detail ("the teacher's number", 「我前夫的号」)
     rf"(?i:(?<![A-Za-z])(?!(?:my|your|our|it|that|what|there|here|who|he|she|let)(?:'s|’s))[a-z]+(?:'s|’s)(?=\s+{_DETAIL}))|"
-    rf"我(?!自己|本人|家|们|这|那|留|填|登|预|绑|注|的|把|给|为|帮|将|替|跟|和|对|向|在|被|让|说|是|用|刚|要|想)"
+    rf"我(?!自己|本人|家|们|这|那|留|填|登|预|绑|注|的|把|给|为|帮|将|替|跟|和|对|向|在|被|让|说|是|用|刚|要|想|以|之|原|现)"
     rf"[\u4e00-\u9fff]{{1,3}}的(?={_DETAIL}|\s*$)"
 )
 # 「我朋友住在…」: the contact lives there. The verb is part of the marker so that it ends after the user's own
@@ -101,9 +103,11 @@ _OTHER = (
 )
 _WORK_BY_ROLE = {
     # The user's workplace: 「寄到我公司」, 「单位地址」, "my office address".
-    "user": r"我(?:们)?(?:的)?(?:公司|单位)|公司|单位|办公室|上班的地方|工作地点|"
+    "user": r"我(?:们)?(?:的)?(?:公司|单位)|公司|单位|办公室|上班的地方|工作地点|工位|写字楼|"
     r"(?i:(?<![A-Za-z])(?:office|workplace|employer|company|business address|work(?=\s+(?:address|phone|number|"
-    r"e-?mail))|at work|to work)(?![A-Za-z]))",
+    r"e-?mail))|at work|to work)(?![A-Za-z]))|"
+    # "I work at the clinic on 45 Harbour Road": the venue where the customer works is their workplace
+    r"(?i:(?<![A-Za-z])i\s+work\s+(?:at|in|for)\s+(?:the\s+|a\s+)?[\w' -]{1,30}?(?=\s+(?:on|at|in)\s+\d))",
     # The agent means the user's workplace only with 「您」/"your"; its own office is the company's (_OTHER).
     "assistant": r"您(?:的)?(?:公司|单位|办公(?:地址|室|地点)?)|"
     r"[为帮给]您\S{0,8}?(?:寄到|送到|改为|设为|改成)\S{0,4}?(?:公司|单位|办公)|"
@@ -122,10 +126,18 @@ _NEGATED_SELF = re.compile(
     r"(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine|not me|isn't you(?:rs)?|is not you(?:rs)?|"
     r"not yours)(?![A-Za-z]))"
 )
+#: A value said to be old or out of use: 「是我以前的号」, 「那个地址是旧的」, 「已停机」, "my old number", "no
+#: longer in use" — not the customer's detail now.
+_OLD = re.compile(
+    r"(?:我|您)?(?:以前|之前|原来|旧)的(?:号码?|手机号?|电话|地址|邮箱)?|旧(?:号|手机|地址|邮箱)|停机|停用|不用了|"
+    r"(?i:(?<![A-Za-z])(?:my old|your old|old (?:number|phone|address|e-?mail)|previous|former|no longer in use|"
+    r"disconnected|out of service)(?![A-Za-z]))"
+)
 #: Right before a number: who calls or writes *from* it — the caller's, not the customer's (「有个 131… 打电话」,
 #: "a call from 07700 …", "our technician will call you from 020 …").
 _CALLER = re.compile(
     r"有个|有一个|陌生(?:号码|电话|人)?|不认识的(?:号码|电话)?|"
+    r"(?i:(?<![A-Za-z])(?:unknown|strange|random|withheld)\s+(?:number|caller)s?(?![A-Za-z]))|"
     r"有人(?:用|拿)?|"
     r"(?i:(?<![A-Za-z])(?:(?:call|text|ring|phone|contact|reach|message)(?:s|ed|ing)?\s+(?:you|me)\s+(?:back\s+)?from|"
     r"(?:calls?|texts?|messages?|sms|voicemails?|e-?mails?)\s+from|"
@@ -145,7 +157,8 @@ _FORWARDED = re.compile(
 #: (「我用 138… 给你们打过电话」) it stays the customer's.
 _CALLS_IN = re.compile(
     r"\s*(?:(?:给|向|跟)(?:我|您)(?:打|发|拨)|打来|打过来|打给(?:我|您)|联系(?:我|您)|加(?:我|您)|来电|发来|"
-    r"(?i:(?:called|rang|texted|phoned|messaged|contacted)\s+me(?![A-Za-z])))"
+    r"(?i:(?:called|rang|texted|phoned|messaged|contacted)\s+me(?![A-Za-z])|"
+    r"(?:keeps?|kept)\s+(?:calling|ringing|texting|messaging)|is\s+(?:calling|texting)\s+me))"
 )
 _OTHER_BY_ROLE = {
     # The agent's own company: 「我们的客服热线」, "our support line", 「我司」.
@@ -154,16 +167,20 @@ _OTHER_BY_ROLE = {
     r"(?i:(?<![A-Za-z])(?:our|we're located|we are located|office|company|head office)(?![A-Za-z]))",
     # The company the user is talking to: 「你们客服电话」, "your hotline".
     "user": r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))|"
+    # 「你们售后邮箱」, "your support email": the company's detail named through it
+    r"(?:你们|您们|贵司)[\u4e00-\u9fff]{0,4}?(?=邮箱|电话|地址|热线|号码)|"
+    r"(?i:(?<![A-Za-z])your\s+(?:[a-z-]+\s+){1,2}?(?=(?:e-?mail|phone|number|line|address)(?![A-Za-z])))|"
     # "the number on your website", "the address from your e-mail": the company's own
     r"(?i:(?<![A-Za-z])(?:number|phone|line|address|e-?mail)\s+(?:on|from|in|at)\s+your\s+[\w-]+)",
 }
 _SELF_BY_ROLE = {
     "user": r"我(?:的|本人|自己的?)|我(?:留|填|登记|预留|绑定|注册)的|本人|我叫|我是|叫我|住在|家在|家里|"
     r"我(?=手机|电话|号码|邮箱|地址|住址|家|名字|姓名|生日|微信|联系方式)|"
-    r"[打联系找呼]我|给我(?:打|回)|寄到我(?=这|家|那)|"
+    r"[打联系找呼]我|[打发]给我|给我(?:打|回)|寄到我(?=这|家|那)|我\s(?=手机|电话|号码|邮箱|地址)|"
+    r"(?:现在|目前)用的|"
     r"(?i:(?<![A-Za-z])(?:my|mine|me|i'm|i’m|i am|i live|i'm living|i am living|i'm staying|i am staying|home)"
     r"(?![A-Za-z]))",
-    "assistant": r"您(?:在\S{1,6}?)?(?:登记|预留|留|填写|绑定|注册)的|"
+    "assistant": r"您(?:在\S{1,6}?)?(?:登记|预留|留|填写|绑定|注册)的|您(?:之前|以前|原来|原)的|"
     r"家庭(?:地址|住址)|(?i:(?<![A-Za-z])(?:as|your) home(?![A-Za-z]))|"
     r"您(?:这边|本人)?(?:的|留的|预留的|登记的|绑定的|注册的|提供的|填写的|填的|下单时?(?:填写|留|预留)的|"
     r"账[户号]上?(?:绑定)?的)|您(?:本人|自己)?(?:保持|确认|核对|核实|注册|登记|预留|绑定|留)?(?:一下)?"
@@ -171,10 +188,15 @@ _SELF_BY_ROLE = {
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
     r"[为帮给]您(?:把|在|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
     # the account's own default (「默认收货地址已更新为…」): the customer's, whoever set it
-    r"默认(?=收货|收件|配送|地址|联系|手机|电话|邮箱)|"
+    r"默认(?=收货|收件|配送|地址|联系|手机|电话|邮箱)|(?:跟|与|向|和)您(?:确认|核对|核实)|"
+    # "I've corrected the address to …", "switched the account email to …"
+    r"(?i:(?<![A-Za-z])(?:corrected|updated|changed|switched|set|amended)\s+(?:the\s+|your\s+)?(?:account\s+|delivery\s+|"
+    r"shipping\s+|contact\s+)?(?:address|phone|number|mobile|e-?mail)(?:\s+on\s+\w+)?\s+to(?![A-Za-z]))|"
     r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
     r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }
+#: Right after a value: it is only a stand-in ("(555) 555-0100 as a placeholder").
+_PLACEHOLDER = re.compile(r"\s*(?i:as\s+(?:a|an)\s+)?(?i:placeholder|dummy|example|sample)(?![A-Za-z])")
 _EXAMPLE = re.compile(
     r"例如|比如|譬如|举个?例|示例|样例|例子|范例|格式(?:如|为|是|:|：)|比方说|假设|"
     r"(?i:e\.g\.|for example|for instance|such as|"
@@ -183,8 +205,10 @@ _EXAMPLE = re.compile(
 # After the value, a copula or a demonstrative hands the value to the possessor that follows:
 # 「13800001111 是我妈的」, 「这个号码联系您」, "… is my wife's", "… isn't mine".
 _TAIL_LINK = re.compile(
+    # another value joined to this one comes first: "We have 0491 570 156 and mia@… on file for you"
+    r"(?:\s*(?:and|&|和|及|、|,)\s*[^\s,，;；]+(?=\s+(?i:on\s+file)))?"
     r"\s*(?:这个|那个|这|那|该)?\s*(?:号码|手机号?|电话|地址|邮箱)?\s*(?:根本|并|也|都|早就|真的?)?(?:不是|并非|是|为|属于|"
-    r"(?i:is\s*n[o']t|isn't|is|was|belongs to)(?![A-Za-z])|=|—)|"
+    r"(?i:is\s*n[o']t|isn't|is|was|belongs to)(?![A-Za-z])|=|[—-]+\s*(?=mine|my own|我的|是我的))|"
     r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您|"
     # "We have (415) 555-0143 on file for you", "I've saved … as your contact number"
     r"\s*(?i:on\s+file|as)(?![A-Za-z])"
@@ -206,6 +230,14 @@ _AGENT_INTRODUCES = re.compile(
     r"我是|我叫|本人是|(?i:(?<![A-Za-z])my name is)|"
     r"(?<![A-Za-z])(?:I'm|I am|This is|this is)\s+[A-Z][a-z]+(?=,|\s+(?:from|your))"
 )
+#: Delivery there is refused around the value: 「不寄您先生单位（…）」, "… 2 Station Rd if that matters but dont send
+#: it there".
+_NOT_SENT_BEFORE = re.compile(r"(?:不|别|不要|不用)(?:再)?(?:寄|送|发)(?:到|给|往)?[^，。；！？]{0,10}[（(]?\s*$")
+_NOT_SENT_AFTER = re.compile(
+    r"^[^.;!?。；！？]{0,30}?(?i:(?<![A-Za-z])(?:do\s*n[o']?t|never|won't|will not)\s+(?:send|deliver|ship)\s+"
+    r"(?:it\s+|them\s+|anything\s+)?(?:there|to it|to that))|^[^。；！？，]{0,8}?(?:别|不要)(?:寄|送)(?:到)?(?:那|这)"
+)
+_FOR_YOU = re.compile(r"\s+(?i:(?:on\s+file\s+)?for\s+you)(?![A-Za-z])")
 _PRIORITY: dict[Owner, int] = {"other": 3, "contact": 2, "work": 1, "user": 0}
 
 
@@ -257,9 +289,10 @@ _REGISTERED = re.compile(
     r"entered|listed))"
 )
 _BARE_FIELD = re.compile(
-    r"\s*(?:(?:登记|预留|注册|绑定|留|填写)的?|联系|收件|收货|注册|常用)?"
-    r"(?:手机号码|手机号|手机|电话号码|电话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址)"
+    r"\s*(?:(?:登记|预留|注册|绑定|留|填写)的?|联系|收件|收货|注册|常用|家里|家庭)?"
+    r"(?:手机号码|手机号|手机|电话号码|电话|座机|固话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址)"
     r"\s*(?:是|为|:|：|(?:已)?(?:改成|改为|更新为|修改为|变更为)了?)?\s*|"
+    r"\s*(?:现|已|现已)?(?:更新|修改|更正|变更|改)(?:为|成)\s*|"
     r"(?i:\s*(?:and\s+)?(?:the\s+|your\s+)?(?:shipping\s+|delivery\s+|billing\s+|contact\s+|home\s+|account\s+)?"
     r"(?:(?:phone|mobile|cell)(?: number)?|e-?mail(?: address)?|address)\s*(?:is|:|stays as|is now|now)?\s*)"
 )
@@ -319,14 +352,26 @@ def _sentence_start(text: str, position: int) -> int:
     return start
 
 
-def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+def _clause_bounds(text: str, start: int, end: int, *, spaces: bool = False) -> tuple[int, int]:
+    """The clause around ``text[start:end]``; with ``spaces``, a space between two Chinese characters ends a clause
+    too, as customers type (「0571-8888 0000 是我们公司前台 别打那个 我本人手机 157…」)."""
     left = max(text.rfind(char, 0, start) for char in _CLAUSE_END) + 1
     rights = [i for i in (text.find(char, end) for char in _CLAUSE_END) if i >= 0]
-    return left, min(rights) if rights else len(text)
+    right = min(rights) if rights else len(text)
+    if spaces:
+        for match in _CJK_SPACE.finditer(text, left, right):
+            if match.end() <= start:
+                left = match.end()
+            elif match.start() >= end:
+                return left, match.start()
+    return left, right
 
 
 _SINGLE_OPENS = re.compile(r"(?:^|(?<=[\s:(\[=]))'(?=\S)")
 _SINGLE_CLOSES = re.compile(r"(?<=\S)'(?=$|[\s.,;:!?)\]])")
+
+
+_CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])(?!手机|电话|号码|邮箱|地址|座机)")
 
 
 def _quoted(text: str, start: int, end: int) -> bool:
@@ -348,7 +393,12 @@ def _quoted(text: str, start: int, end: int) -> bool:
 
 def is_quoted_or_example(text: str, start: int, end: int) -> bool:
     """The value at ``text[start:end]`` sits inside quotes or follows 「例如」/"for example," in its sentence."""
-    return _quoted(text, start, end) or bool(_EXAMPLE.search(text, _sentence_start(text, start), start))
+    if _quoted(text, start, end) or _PLACEHOLDER.match(text, end):
+        return True
+    sentence = _sentence_start(text, start)
+    closed = max((text.rfind(mark, sentence, start) for mark in '」”』’"'), default=-1)
+    # 「示例“广东省…XX路1号”我没改就提交了 真实地址是…」: the example is what was quoted, not what follows it
+    return bool(_EXAMPLE.search(text, max(sentence, closed + 1), start))
 
 
 def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
@@ -357,16 +407,20 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     Examples and quoted values are ``other`` unless the clause also says they are the user's own; a hotline is
     judged by the caller (:mod:`memory.text.phones`), not here.
     """
-    left, right = _clause_bounds(text, start, end)
+    left, right = _clause_bounds(text, start, end, spaces=role == "user")
     if _REMOVED_BEFORE.search(text, left, start) or _REMOVED_AFTER.match(text, end):
         return Ownership("other", "removed")
     venue = _VENUE_AFTER.match(text, end)
     if venue:
         return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
-    tail = text[end:right][:24]
-    link = _TAIL_LINK.match(tail)
+    link = _TAIL_LINK.match(text[end:right][:48])
+    tail = text[end:right][: max(24, link.end() + 24 if link else 0)]
     found = _last_marker(tail, role, tail=True) if link else None
     lead = _last_marker(text[left:start], role)
+    if _OLD.search(text, max(left, start - 12), start) or (link and _OLD.search(tail)):
+        return Ownership("other", "old")  # only its own clause says so: "no wait that's my old line, it's …" is new
+    if _NOT_SENT_BEFORE.search(text, left, start) or _NOT_SENT_AFTER.search(text, end, min(len(text), end + 60)):
+        return Ownership("other", "not sent there")
     found = found or lead
     if found is None:
         # Earlier clauses of the sentence: 「收件人是我妈，电话…」, 「寄到我公司，地址是…」. The agent's 「您的」 there
@@ -391,6 +445,8 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         found = _last_marker(text[_sentence_start(text, max(0, before - 1)) : before], role, tail=True)
     if found is not None and found.owner == "other" and _NEGATED_SELF.fullmatch(found.marker):
         found = _contact_before_denial(text, start, role) or found
+    if found is None and role != "user" and _FOR_YOU.match(text, end):
+        found = Ownership("user", "for you")  # "I'll use (202) 555-0144 for you"
     if found is not None and found.owner == "contact":
         found = _pronoun_for_a_courier(text, start, found)
     pasted = _pasted_block(text, start)

@@ -238,7 +238,7 @@ _ADDRESS_BARE = re.compile(
 )
 #: What every Chinese address has: a number (「478号」, 「三栋」) or a named division (省, 市, 区, 县, 镇, 乡, 村).
 _ADDRESS_ANCHOR = re.compile(r"\d|[一二三四五六七八九十百零两]+[号栋幢楼层室]|[省市区县镇乡村]")
-_ADDRESS_FLAT = re.compile(r"\s*\d{3,4}(?=\s*$)")
+_ADDRESS_FLAT = re.compile(r"\s*\d{3,4}(?=\s|$)")
 _ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
 # The possessor before an address, up to a colon: 「我家：」, 「我姐家：」, 「我朋友那边的地址：」, 「公司地址：」.
 _ADDRESS_LEAD = re.compile(r"[^：:\d省市区县路街]{0,10}?(?:的)?(?:地址)?\s*[：:]\s*")
@@ -294,7 +294,7 @@ _NAME_INTRO_ZH = re.compile(
     r"(?P<strength>我叫|我的名字(?:是|叫)|名字(?:是|叫)|姓名(?:是|为|:|：)?|叫我|我是|本人是?|我?这边是)\s*"
 )
 _NAME_EN = re.compile(
-    r"(?i:(?P<strength>my name is|my name's|name's|call me|this is|i am|i'm|i’m))\s+"
+    r"(?<![A-Za-z])(?i:(?P<strength>my name is|my name's|name's|call me|this is|i am|i'm|i’m|im))\s+"
     r"(?P<v>" + _FULL_NAME + r")" + _Z
 )
 # The agent reads the user's name back only in these words: 「您登记的姓名是…」, "the name on the account is …".
@@ -316,11 +316,22 @@ _NAME_VOCATIVE_EN = re.compile(
 # The agent changing the name on the account or order: "I've changed the name on your order from 'Dan M.' to
 # Daniel Mensah", 「已将收件人姓名改为您本人谭晓东」.
 _NAME_CHANGED = re.compile(
-    r"(?i:name on (?:your|the) (?:order|account|booking|reservation|parcel|ticket)(?: from .{1,30}?)? to)\s+"
-    r"(?P<v>" + _FIRST_AND_LAST + r")" + _Z
+    r"(?i:(?:(?:the\s+)?spelling\s+of\s+)?(?:your|the)\s+name(?:\s+on\s+(?:your|the)\s+(?:order|account|booking|"
+    r"reservation|parcel|ticket))?(?: from .{1,30}?)? to)\s+(?P<v>"
+    + _FIRST_AND_LAST
+    + r")"
+    + _Z
+    # "two names on the booking: yourself, Ms. Grace Liu, and a guest …"
+    + r"|(?i:yourself|you),?\s+(?:Mr|Ms|Mrs|Miss|Mx|Dr)\.?\s+(?P<w>"
+    + _FIRST_AND_LAST
+    + r")"
+    + _Z
 )
 _NAME_CHANGED_ZH = re.compile(r"(?P<strength>(?:姓名|名字)(?:已)?(?:改为|更正为|更新为|改成|修改为)(?:您本人|您)?)\s*")
 # A field the customer fills in: "Name: Ibrahim Yusuf / Phone: …", "Me: Tom Reyes, (512) …".
+# The customer's booking under a name: "restaurant booking for tonight under the name Ahmed Karim" (whose is still
+# checked: "booked under my wife's name, Li Na" is hers).
+_NAME_UNDER_EN = re.compile(r"(?i:under\s+the\s+name(?:\s+of)?:?)\s+(?P<v>" + _FIRST_AND_LAST + r")" + _Z)
 _NAME_FIELD_EN = re.compile(
     r"(?:^|\n|/)\s*(?i:me|name|full name|my name)\s*[:：]\s*(?P<v>" + _FIRST_AND_LAST + r")" + _Z
 )
@@ -339,7 +350,7 @@ _NAME_READBACK_EN = re.compile(
 # Becker") — or introducing themselves at the start with a full name ("Priya Nair speaking.", "Hi, it's Tom
 # Becker, …"; one word only before "speaking": "It's Monday" and "Someone here" name no one).
 _NAME_SIGNED_EN = re.compile(
-    r"(?:\n\s*[-—–~]+\s*|(?i:(?:^|\n)\s*(?:thanks|thank you|cheers|regards|best|kind regards|best regards|"
+    r"(?:\n\s*[-—–~]+\s*|(?i:(?:^|\n|[.!?]\s+)\s*(?:thanks|thank you|cheers|regards|best|kind regards|best regards|"
     r"many thanks|sincerely|yours)[,!.]?\s*(?:\n|[-—–]\s*)\s*))(?P<v>" + _FULL_NAME + r")\s*$"
     r"|^\s*(?i:(?:hi|hello|hey|good (?:morning|afternoon|evening))[,!.]?\s+)?"
     r"(?:(?i:it's|it’s|this is)\s+(?P<w>" + _FIRST_AND_LAST + r")(?=[\s,.!;]|$)"
@@ -355,7 +366,7 @@ _NAME_CORRECTED_ZH = re.compile(
     r"(?:姓名|名字)[^，。；\n]{0,6}?由?\s*[“\"「](?P<old>[\u4e00-\u9fff]{2,4})[”\"」]\s*(?:更正|改|修改|变更)(?:为|成)\s*"
     r"[“\"「](?P<v>[\u4e00-\u9fff]{2,4})[”\"」]"
 )
-_SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name) is)\s+(?P<v>" + _NAME_WORD + r")" + _Z)
+_SURNAME_EN = re.compile(r"(?i:my (?:last name|surname|family name)(?:\s+is|'s|’s))\s+(?P<v>" + _NAME_WORD + r")" + _Z)
 _NOT_NAMES_EN = frozenset(
     "Fine Good Okay Ok Sorry Here Back Not Happy Glad Just So Very Really Sure Done Ready Afraid Calling Looking "
     "Chinese American British English French German Japanese Korean Indian Canadian Australian New Still Also "
@@ -427,6 +438,7 @@ def _extract_codes(state: _Extraction) -> None:
             state.add(_Found(start, end, key, value.upper() if key == "tracking_number" else value, {key: value}))
             if key == "order_id":
                 _add_joined_codes(state, end, value)
+                _add_corrected_code(state, end, value)
 
 
 def _shape(code: str) -> str:
@@ -442,6 +454,23 @@ def _add_joined_codes(state: _Extraction, end: int, first: str) -> None:
         if _shape(value) != _shape(first) or not state.free(start, end):
             return
         state.add(_Found(start, end, "order_id", value, {"order_id": value}))
+
+
+_NEXT_CODE = re.compile(_A + _CODE)
+
+
+def _add_corrected_code(state: _Extraction, end: int, first: str) -> None:
+    """An order id said again in another shape of the same kind after words that take the first back ("order
+    88120457 oh sorry I meant 88120475"): the correction, kept as an order id (the first is dropped later)."""
+    for match in _NEXT_CODE.finditer(state.text, end, min(len(state.text), end + 40)):
+        value = match.group("v")
+        if (
+            _shape(value) == _shape(first)
+            and state.free(*match.span("v"))
+            and taken_back(state.text, end, match.start())
+        ):
+            state.add(_Found(match.start("v"), match.end("v"), "order_id", value, {"order_id": value}))
+            return
 
 
 def _extract_coupons(state: _Extraction) -> None:
@@ -589,7 +618,8 @@ def _extract_names(state: _Extraction) -> None:
         _extract_name_intros(state, _NAME_CHANGED_ZH, ())
         for pattern in (_NAME_READBACK_EN, _NAME_VOCATIVE_EN, _NAME_CHANGED):
             for match in pattern.finditer(state.text):
-                _add_english_name(state, match.start("v"), match.end("v"), owner_checked=True)
+                group = "v" if match.group("v") else "w"
+                _add_english_name(state, match.start(group), match.end(group), owner_checked=True)
         _extract_corrected_name(state)
         addressed = _NAME_ADDRESSED_ZH.match(state.text)
         if addressed:
@@ -598,7 +628,7 @@ def _extract_names(state: _Extraction) -> None:
     for match in _NAME_SIGNED_EN.finditer(state.text):
         group = next(name for name in ("v", "w", "u") if match.group(name))
         _add_english_name(state, match.start(group), match.end(group), owner_checked=False)
-    for match in _NAME_FIELD_EN.finditer(state.text):
+    for match in (*_NAME_FIELD_EN.finditer(state.text), *_NAME_UNDER_EN.finditer(state.text)):
         _add_english_name(state, match.start("v"), match.end("v"), owner_checked=False)
     _extract_corrected_name(state)
     signature = _OWN_SIGNATURE.search(state.text)
