@@ -166,10 +166,12 @@ _OTHER_BY_ROLE = {
     r"公司|单位|办公室|"
     r"(?i:(?<![A-Za-z])(?:our|we're located|we are located|office|company|head office)(?![A-Za-z]))",
     # The company the user is talking to: 「你们客服电话」, "your hotline".
-    "user": r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))|"
-    # 「你们售后邮箱」, "your support email": the company's detail named through it
-    r"(?:你们|您们|贵司)[\u4e00-\u9fff]{0,4}?(?=邮箱|电话|地址|热线|号码)|"
+    # 「你们售后邮箱」, "your support email": the company's detail named through it (before the bare 你们/your,
+    # which alone owns nothing that follows)
+    "user": r"(?:你们|您们|贵司)(?:(?![我他她您你打拨给找叫让联发寄送])[\u4e00-\u9fff]){0,4}?"
+    r"(?=邮箱|电话|地址|热线|号码)|"
     r"(?i:(?<![A-Za-z])your\s+(?:[a-z-]+\s+){1,2}?(?=(?:e-?mail|phone|number|line|address)(?![A-Za-z])))|"
+    r"你们|您们|贵司|贵公司|贵店|(?i:(?<![A-Za-z])(?:your|you guys)(?![A-Za-z]))|"
     # "the number on your website", "the address from your e-mail": the company's own
     r"(?i:(?<![A-Za-z])(?:number|phone|line|address|e-?mail)\s+(?:on|from|in|at)\s+your\s+[\w-]+)",
 }
@@ -607,8 +609,8 @@ _CORRECTS = re.compile(
 #: 打错了，正确的是 DD…814」, "21 Ashgrove Avenue... wait no, that's my old place… 8 Beech Terrace".
 _TAKEN_BACK = re.compile(
     r"[说写记填打输弄]错|更正|不对|[哦噢啊呃]不|不是(?![^，。；,;]{0,12}[我您])|应该是|正确的是|"
-    r"(?i:(?<![A-Za-z])(?:no wait|wait,? no|correction|i mean|actually|should (?:read|be)|scratch that|typo|"
-    r"autocorrect|old (?:place|address|number|email)|moved|not that one)(?![A-Za-z]))"
+    r"(?i:(?<![A-Za-z])(?:no wait|wait,? no|correction|i mean|i meant|oh sorry|actually|should (?:read|be)|"
+    r"scratch that|typo|autocorrect|old (?:place|address|number|email)|moved|not that one)(?![A-Za-z]))"
 )
 
 
