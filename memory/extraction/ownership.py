@@ -95,7 +95,8 @@ _OTHER = (
     r"药店|银行|学校|物业|仓库|驿站|快递柜|代收点|自提点|门卫|机场|航空公司|车站|平台|官方|厂家|厂商|供应商|发件人|"
     r"寄件人|对方|他们|她们|人工|哪家|谁的|(?<![我您])店(?=电话|地址|号码|的电话|的地址)|"
     r"(?:订位|订座|订餐|订房|预订)(?=电话|热线|专线|号码)|"
-    r"(?i:(?<![A-Za-z])(?:hotel|motel|hostel|store|shop|outlet|branch|restaurant|cafe|clinic|hospital|pharmacy|bank|"
+    r"(?i:(?<![A-Za-z])(?:hotel|motel|hostel|inn|lodge|guesthouse|resort|store|shop|outlet|branch|restaurant|cafe|bar|"
+    r"pub|salon|gym|clinic|hospital|pharmacy|bank|"
     r"school|courier|driver|delivery (?:guy|person|driver|man)|mailman|postman|technician|engineer|installer|"
     r"support|hotline|helpline|help ?desk|customer (?:service|care|support)|call cent(?:er|re)|service cent(?:er|re)|"
     r"warehouse|depot|front desk|reception|concierge|seller|merchant|vendor|dealer|venue|museum|airline|airport|"
@@ -354,6 +355,11 @@ def _sentence_start(text: str, position: int) -> int:
     return start
 
 
+def _sentence_end(text: str, position: int) -> int:
+    after = _SENTENCE_END.search(text, position)
+    return after.start() if after else len(text)
+
+
 def _clause_bounds(text: str, start: int, end: int, *, spaces: bool = False) -> tuple[int, int]:
     """The clause around ``text[start:end]``; with ``spaces``, a space between two Chinese characters ends a clause
     too, as customers type (「0571-8888 0000 是我们公司前台 别打那个 我本人手机 157…」)."""
@@ -437,9 +443,15 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         ):
             earlier = Ownership("other", "the agent's own")
         if earlier is not None and (
-            role == "user" or earlier.owner != "user" or (_BARE_FIELD.fullmatch(text[left:start]) and not tail.strip())
+            role == "user"
+            or earlier.owner != "user"
+            or (_BARE_FIELD.fullmatch(text[left:start]) and not tail.strip(" .。…"))
         ):
             found = earlier
+    if found is None and role == "user" and _DISOWN.search(text, _sentence_start(text, left), _sentence_end(text, end)):
+        # "The receipt went to tomk@example.org, which isn't my account": a bare value in a sentence that denies
+        # being the customer's
+        found = Ownership("other", "disowned")
     if found is None and role == "user" and not text[_sentence_start(text, left) : start].strip():
         # The value opens its sentence: the sentence before says whose it is ("Can you send it to my office
         # instead? Suite 410, 1 Market Plaza …", "Not my address! 14 Harbour View, Cork …").

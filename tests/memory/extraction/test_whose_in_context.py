@@ -1,0 +1,228 @@
+"""Whose a value is, read from its context: what the words around a phone, an e-mail, an address or a name say
+about it, beyond a possessive right before it.
+
+Each case is a message a customer or an agent could send; the assertion is what lands on the customer's keys, the
+ones that open every later prompt. Pure: no database.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.extraction.rules import Fact, extract_facts
+
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def facts(text: str, role: str = "user") -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    fact: Fact
+    for fact in extract_facts(text, role=role, now=NOW):
+        found.setdefault(fact.key, []).append(fact.value)
+    return found
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Values that are not the customer's, whatever else the message says
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "role"),
+    [
+        # the value is removed from the account, before or after it
+        ("已按您的要求删除备用号码 150 0000 7321，以后不会再用它联系您。", "assistant"),
+        ("您家政阿姨的电话15000007321已从配送备注里移除。", "assistant"),
+        ("Done: I've removed the spare number (415) 555-0162 from your profile.", "assistant"),
+        # the agent reads back a number the customer said is not theirs
+        ("明白，您说15000007321不是您的号码，我们不会再往这个号发通知。", "assistant"),
+        # said to be someone else's, old, or out of use, in the customer's own words
+        ("That mobile, 07700 900514, is not mine - no idea whose it is.", "user"),
+        ("15000007321是我以前的号 早就停机了", "user"),
+        # the caller's, the sender's, a stand-in
+        ("有人用 150 0000 7321 加我微信说要退我运费", "user"),
+        ("an unknown number 020 7946 0452 keeps calling me about a parcel", "user"),
+        ("Your engineer said he'd call me back from 020 7946 0452 tomorrow", "user"),
+        ("can I type (415) 555-0100 as a placeholder for now?", "user"),
+        # a shop's or a restaurant's line, or the company's own
+        ("昨天去的那家店电话 0571-8600 0032 一直占线", "user"),
+        ("那家火锅店的订位电话 0571-8600 0032，我订了周五", "user"),
+        ("I rang the number on your website, (415) 555-0163, and nobody picked up", "user"),
+        ("I'm booked at the Harbour Inn, 12 Quay Street, Galway, (415) 555-0164, till Monday", "user"),
+    ],
+)
+def test_a_value_the_message_says_is_not_the_customers_lands_on_no_key(text: str, role: str) -> None:
+    found = facts(text, role)
+
+    assert "phone" not in found
+    assert "contact_phone" not in found
+
+
+def test_an_email_the_customer_got_and_does_not_recognise_is_not_theirs() -> None:
+    found = facts("The receipt went to tomk@example.org, which isn't my account at all - never seen it.")
+
+    assert "email" not in found
+
+
+def test_the_company_support_address_named_through_your_is_not_the_customers_but_their_own_is() -> None:
+    found = facts("你们客服邮箱 help@example.cn 一直不回 我的邮箱是 lin.yue@example.cn")
+
+    assert found["email"] == ["lin.yue@example.cn"]
+
+
+def test_a_full_width_mobile_is_read_as_the_mobile_it_is() -> None:
+    found = facts("手机号是１５０００００７３２１，有事打这个")
+
+    assert found["phone"] == ["15000007321"]
+
+
+def test_an_example_in_quotes_stays_an_example_but_the_real_value_after_it_is_the_customers() -> None:
+    found = facts("表单上的示例“北京市朝阳区XX路1号”我没删，真实地址是北京市海淀区知春路12号3栋201")
+
+    assert found["address"] == ["北京市海淀区知春路12号3栋201"]
+
+
+def test_an_example_after_e_g_is_not_the_customers_email() -> None:
+    found = facts("the box says 'e.g. jane.doe@example.com' - mine is kofi.m@example.com")
+
+    assert found["email"] == ["kofi.m@example.com"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Corrections and replacements inside one message
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "kept"),
+    [
+        ("邮箱 zhou@example.cn 哦不是 是 zhou.min_88@example.cn", "email", "zhou.min_88@example.cn"),
+        (
+            "deliver to 4 Elm Row, Leeds LS6 1AA... no wait, that's my old place. 9 Birch Hill, Leeds LS6 2BB",
+            "address",
+            "9 Birch Hill, Leeds LS6 2BB",
+        ),
+        ("订单号 SO20261201337 打错了，正确的是 SO20261201373", "order_id", "SO20261201373"),
+        ("order 55102291 oh sorry I meant 55102219", "order_id", "55102219"),
+    ],
+)
+def test_the_value_a_message_takes_back_gives_way_to_the_one_after_it(text: str, key: str, kept: str) -> None:
+    assert facts(text)[key] == [kept]
+
+
+def test_a_number_said_to_be_old_leaves_the_new_one_the_customers() -> None:
+    found = facts("15000007321是我以前的号 已经停机了 现在用的是 15000007345")
+
+    assert found["phone"] == ["15000007345"]
+
+
+def test_the_agent_confirming_the_new_number_after_the_old_one_stopped_keys_the_new_one() -> None:
+    found = facts("收到，您之前的号码 15000007321 已停用，现更新为 15000007345。", role="assistant")
+
+    assert found["phone"] == ["15000007345"]
+
+
+def test_a_new_value_after_an_old_line_said_in_another_clause_is_the_customers() -> None:
+    found = facts("phone (415) 555-0170, no wait that's my old work line, it's (415) 555-0171")
+
+    assert found["phone"] == ["+14155550171"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The agent reading the customer's details back
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_a_read_back_list_after_a_second_person_opener_is_the_customers() -> None:
+    found = facts(
+        "跟您核对一下：收件手机 150 0000 7321，地址杭州市拱墅区莫干山路100号5幢302，邮箱 he.lan@example.cn，对吗？",
+        role="assistant",
+    )
+
+    assert found["phone"] == ["15000007321"]
+    assert found["address"] == ["杭州市拱墅区莫干山路100号5幢302"]
+    assert found["email"] == ["he.lan@example.cn"]
+
+
+def test_an_english_read_back_after_updating_the_account_is_the_customers() -> None:
+    found = facts("I've updated your account: phone (415) 555-0173, email r.osei@example.com.", role="assistant")
+
+    assert found["phone"] == ["+14155550173"]
+    assert found["email"] == ["r.osei@example.com"]
+
+
+def test_the_agent_introducing_itself_keeps_its_own_numbers_off_the_customers_keys() -> None:
+    found = facts("我是您的售后专员李倩，座机 0571-8600 1234，手机 15000009876，有问题随时找我。", role="assistant")
+
+    assert "phone" not in found
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Hi Rosa Delgado-Marin, your replacement is on its way.", "Rosa Delgado-Marin"),
+        ("Thanks, Liam O'Connell, I can see both parcels now.", "Liam O'Connell"),
+        ("I've changed the name on your booking from 'A. Mensah' to Ama Mensah.", "Ama Mensah"),
+        ("I've corrected the spelling of your name to Niamh Brennan.", "Niamh Brennan"),
+    ],
+)
+def test_a_full_name_the_agent_greets_or_sets_is_the_customers(text: str, name: str) -> None:
+    assert facts(text, role="assistant")["name"] == [name]
+
+
+def test_a_first_name_alone_in_a_greeting_is_no_full_name() -> None:
+    assert "name" not in facts("Hi Rosa, your replacement is on its way.", role="assistant")
+
+
+def test_a_chinese_full_name_greeted_by_the_agent_is_the_customers() -> None:
+    assert facts("陈思远您好，您的退款已原路退回。", role="assistant")["name"] == ["陈思远"]
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Hello, this is Aoife O'Brien, my blender arrived cracked", "Aoife O'Brien"),
+        ("table for two tonight under the name Omar Haddad please", "Omar Haddad"),
+        ("still no parcel. thanks — Priya", "Priya"),
+        ("fyi im Tomas Novak, order 55102291", "Tomas Novak"),
+    ],
+)
+def test_the_customer_naming_themself_is_read(text: str, name: str) -> None:
+    assert facts(text)["name"] == [name]
+
+
+def test_im_inside_a_word_introduces_no_one() -> None:
+    assert facts("Name: Karim Ibrahim / Phone: 0491 570 118")["name"] == ["Karim Ibrahim"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Addresses
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_a_flat_number_after_the_house_number_stays_in_the_address() -> None:
+    found = facts("收货地址是上海市普陀区武宁路88弄6号1203")
+
+    assert found["address"] == ["上海市普陀区武宁路88弄6号1203"]
+
+
+def test_words_with_address_markers_but_no_number_or_division_are_no_address() -> None:
+    found = facts("收货地址是杭州市西湖区天目山路88号2幢1单元502，上次在别的店买东西就因为少写了单元号被退回")
+
+    assert found["address"] == ["杭州市西湖区天目山路88号2幢1单元502"]
+
+
+def test_a_refused_delivery_address_is_nobodys_and_the_home_one_stays() -> None:
+    found = facts("好的，不寄您爱人单位（杭州市上城区解放路18号），仍寄到您家杭州市拱墅区大关路6号。", role="assistant")
+
+    assert "contact_address" not in found
+    assert "work_address" not in found
+
+
+def test_a_work_address_after_asking_for_the_office_is_the_workplace() -> None:
+    found = facts("Could you send it to my office instead? Unit 3, 40 Mill Road, Bristol BS2 0JX.")
+
+    assert found["work_address"] == ["Unit 3, 40 Mill Road, Bristol BS2 0JX"]
+    assert "address" not in found
