@@ -401,6 +401,8 @@ def _owned_key(state: _Extraction, key: str, start: int, end: int) -> str | None
         # 「收件电话 158… 我完全不认识，不是我本人的」, "That number, 07700 900777, isn't mine": a value no words
         # give to the customer, of a kind the message says is not theirs
         owned = None
+    if owned == key and not ownership.marker:
+        state.bare.add((start, end))
     if owned is not None and owned.startswith("contact_") and not designates_contact(state.text):
         owned = None  # someone's details the customer gave them no part with (a teacher's, a landlord's number)
     if owned is None:
@@ -825,7 +827,11 @@ def extract_facts(
 
     facts: list[Fact] = []
     seen: set[tuple[str, str]] = set()
-    for item in _without_slips(state):
+    kept = _without_slips(state)
+    marked = {item.key for item in kept if item.key in _COMPETING and (item.start, item.end) not in state.bare}
+    for item in kept:
+        if item.key in marked and (item.start, item.end) in state.bare:
+            continue  # the message gives the customer's own value of this key in so many words; a bare one is not
         if (item.key, item.value) in seen:
             continue
         seen.add((item.key, item.value))
@@ -845,6 +851,7 @@ def extract_facts(
     return facts
 
 
+_COMPETING = frozenset({"phone", "email", "address"})
 #: Keys a person holds one value of at a time, so two nearly equal values of one in a message are a slip and its fix.
 #: Not order ids: a customer's two orders are often numbered one after the other.
 _SINGLE_VALUED = frozenset({"phone", "email", "address", "name", "contact_phone", "contact_address", "work_address"})

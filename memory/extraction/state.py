@@ -47,6 +47,7 @@ class Extraction:
         self.now = now
         self.claimed: list[tuple[int, int]] = []
         self.found: list[Found] = []
+        self.bare: set[tuple[int, int]] = set()  # profile values keyed as the user's with no words saying so
 
     def free(self, start: int, end: int) -> bool:
         return not any(start < e and s < end for s, e in self.claimed)

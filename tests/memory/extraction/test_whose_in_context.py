@@ -226,3 +226,38 @@ def test_a_work_address_after_asking_for_the_office_is_the_workplace() -> None:
 
     assert found["work_address"] == ["Unit 3, 40 Mill Road, Bristol BS2 0JX"]
     assert "address" not in found
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One person, one value: the customer's own said in so many words beside a bare one
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "kept"),
+    [
+        (
+            "the driver texted from 07700 900618 asking for the gate code?? my number is 07700 900627",
+            "phone",
+            "+447700900627",
+        ),
+        (
+            "收到一封 kefu.notice@example.cn 发来的退款邮件 我的邮箱是 wu.ting@example.cn 你们看下是不是你们发的",
+            "email",
+            "wu.ting@example.cn",
+        ),
+        (
+            "Is the pickup at 14 Canal Street, Leeds LS1 4AB? I live at 7 Holly Row, Leeds LS6 3QT",
+            "address",
+            "7 Holly Row, Leeds LS6 3QT",
+        ),
+    ],
+)
+def test_a_bare_value_beside_the_customers_own_of_its_kind_is_not_theirs(text: str, key: str, kept: str) -> None:
+    assert facts(text)[key] == [kept]
+
+
+def test_two_numbers_each_given_as_the_customers_are_both_kept() -> None:
+    found = facts("我手机 15000007321，家里座机 0571-8600 0032，白天打手机")
+
+    assert found["phone"] == ["15000007321", "057186000032"]
