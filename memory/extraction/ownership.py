@@ -107,7 +107,8 @@ _WORK_BY_ROLE = {
     "user": r"我(?:们)?(?:的)?(?:公司|单位)|公司|单位|办公室|上班的地方|工作地点|工位|写字楼|"
     r"(?i:(?<![A-Za-z])(?:office|workplace|employer|company|business address|work(?=\s+(?:address|phone|number|"
     r"e-?mail))|at work|to work)(?![A-Za-z]))|"
-    # "I work at the clinic on 45 Harbour Road": the venue where the customer works is their workplace
+    # "I work at the clinic on 45 Harbour Road", "I work at Unit 6, …": where the customer works is their workplace
+    r"(?i:(?<![A-Za-z])i\s+work\s+(?:at|in)(?=\s*$))|"
     r"(?i:(?<![A-Za-z])i\s+work\s+(?:at|in|for)\s+(?:the\s+|a\s+)?[\w' -]{1,30}?(?=\s+(?:on|at|in)\s+\d))",
     # The agent means the user's workplace only with 「您」/"your"; its own office is the company's (_OTHER).
     "assistant": r"您(?:的)?(?:公司|单位|办公(?:地址|室|地点)?)|"
@@ -139,7 +140,7 @@ _OLD = re.compile(
 _CALLER = re.compile(
     r"有个|有一个|陌生(?:号码|电话|人)?|不认识的(?:号码|电话)?|"
     r"(?i:(?<![A-Za-z])(?:unknown|strange|random|withheld)\s+(?:number|caller)s?(?![A-Za-z]))|"
-    r"有人(?:用|拿)?|"
+    r"有人(?:用|拿)?|冒充|假冒|自称|"
     r"(?i:(?<![A-Za-z])(?:(?:call|text|ring|phone|contact|reach|message)(?:s|ed|ing)?\s+(?:you|me)\s+(?:back\s+)?from|"
     r"(?:calls?|texts?|messages?|sms|voicemails?|e-?mails?)\s+from|"
     r"(?:called|calling|rang|texted|e-?mailed|messaged|wrote)\s+(?:to\s+)?(?:me\s+|us\s+)?from|"
@@ -177,9 +178,9 @@ _OTHER_BY_ROLE = {
     r"(?i:(?<![A-Za-z])(?:number|phone|line|address|e-?mail)\s+(?:on|from|in|at)\s+your\s+[\w-]+)",
 }
 _SELF_BY_ROLE = {
-    "user": r"我(?:的|本人|自己的?)|我(?:留|填|登记|预留|绑定|注册)的|本人|我叫|我是|叫我|住在|家在|家里|"
+    "user": r"我(?:的|本人|自己的?)|我(?:留|填|登记|预留|绑定|注册)的|本人|我叫|我是|叫我|住在|我住|家在|家里|"
     r"我(?=手机|电话|号码|邮箱|地址|住址|家|名字|姓名|生日|微信|联系方式)|"
-    r"[打联系找呼]我|[打发]给我|给我(?:打|回)|寄到我(?=这|家|那)|我\s(?=手机|电话|号码|邮箱|地址)|"
+    r"[打联系找呼]我|[打发]给我(?=吧|呗|就|好)|给我(?:打|回)|寄到我(?=这|家|那)|我\s(?=手机|电话|号码|邮箱|地址)|"
     r"(?:现在|目前)用的|"
     r"(?i:(?<![A-Za-z])(?:my|mine|me|i'm|i’m|i am|i live|i'm living|i am living|i'm staying|i am staying|home)"
     r"(?![A-Za-z]))",
@@ -189,12 +190,18 @@ _SELF_BY_ROLE = {
     r"账[户号]上?(?:绑定)?的)|您(?:本人|自己)?(?:保持|确认|核对|核实|注册|登记|预留|绑定|留)?(?:一下)?"
     r"(?=手机|电话|号码|邮箱|地址|收货)|您家|您府上|您(?:是)?住|"
     r"(?:联系|致电|通知|回电给?|打给|发送?到|寄到|送到|发到|寄给|发给)您(?!可以|能|需要|也)|"
-    r"[为帮给]您(?:把|在|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录)|"
+    r"[为帮给]您(?:把|在|寄到|送到|发到|登记|绑定|更新|修改|更改|变更|保存|记录|查询到|查到|核实|确认)|"
     # the account's own default (「默认收货地址已更新为…」): the customer's, whoever set it
     r"默认(?=收货|收件|配送|地址|联系|手机|电话|邮箱)|(?:跟|与|向|和)您(?:确认|核对|核实)|"
     # "I've corrected the address to …", "switched the account email to …"
     r"(?i:(?<![A-Za-z])(?:corrected|updated|changed|switched|set|amended)\s+(?:the\s+|your\s+)?(?:account\s+|delivery\s+|"
-    r"shipping\s+|contact\s+)?(?:address|phone|number|mobile|e-?mail)(?:\s+on\s+\w+)?\s+to(?![A-Za-z]))|"
+    r"shipping\s+|contact\s+)?(?:address|phone|number|mobile|e-?mail)(?:\s+on\s+\w+)?(?:\s+from\s+\S+)?\s+to(?![A-Za-z]))|"
+    # the agent sending to a value, recording a new one, confirming a list or a delivery the customer wants
+    r"(?i:(?<![A-Za-z])(?:texted|e-?mailed|messaged|sent|send)(?![A-Za-z])[^,;.!?]{0,30}?(?<![A-Za-z])to\s*$)|"
+    r"(?i:(?<![A-Za-z])(?:just\s+)?(?:to\s+confirm|confirming)(?=\s*[:：,]))|"
+    r"(?i:(?<![A-Za-z])(?:you'?d|you\s+would|you\s+want)\s+(?:like\s+)?(?:it|them|this|the\s+\w+)\s+(?:delivered|sent|"
+    r"shipped|posted))|"
+    r"(?:记下|记录|登记|更新|保存|备注)了?(?:您的)?新?的?(?:收货|联系)?(?:地址|手机号?|电话|号码|邮箱)|"
     r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
     r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }
@@ -292,7 +299,7 @@ _REGISTERED = re.compile(
     r"entered|listed))"
 )
 _BARE_FIELD = re.compile(
-    r"\s*(?:(?:登记|预留|注册|绑定|留|填写)的?|联系|收件|收货|注册|常用|家里|家庭)?"
+    r"\s*(?:(?:登记|预留|注册|绑定|留|填写)的?|联系|收件|收货|注册|常用|家里|家庭|预订人|下单人|订购人|购买人)?"
     r"(?:手机号码|手机号|手机|电话号码|电话|座机|固话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址)"
     r"\s*(?:是|为|:|：|(?:已)?(?:改成|改为|更新为|修改为|变更为)了?)?\s*|"
     r"\s*(?:现|已|现已)?(?:更新|修改|更正|变更|改)(?:为|成)\s*|"
@@ -422,7 +429,7 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     if venue:
         return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
     link = _TAIL_LINK.match(text[end:right][:48])
-    tail = text[end:right][: max(24, link.end() + 24 if link else 0)]
+    tail = text[end : min(right, _sentence_end(text, end))][: max(24, link.end() + 36 if link else 0)]
     found = _last_marker(tail, role, tail=True) if link else None
     lead = _last_marker(text[left:start], role)
     if _OLD.search(text, max(left, start - 12), start) or (link and _OLD.search(tail)):
@@ -495,9 +502,10 @@ _ANNOUNCES = re.compile(
     r"(?i:(?<![A-Za-z])(?:forward(?:ed|ing)?|fwd|pasting|pasted|paste|copied|copying|below|signature|screenshot|"
     r"quoted?|original message|from:)(?![A-Za-z]))"
 )
+_OTHER_NAMED = re.compile(_OTHER + r"|供应商|(?i:supplier|vendor)")
 _SEPARATOR_LINE = re.compile(r"^\s*(?:-{2,}|_{3,}|={3,})\s*$")
 #: The announcement says the pasted text is the customer's own: 「我的签名」, "my own signature", "mine".
-_OWN_PASTE = re.compile(r"我(?:自己)?的|(?i:(?<![A-Za-z])(?:my own|my|mine)(?![A-Za-z]))")
+_OWN_PASTE = re.compile(r"(?<![给发转])我(?:自己)?的|(?i:(?<![A-Za-z])(?:my own|my|mine)(?![A-Za-z]))")
 #: The agent's "your mobile, 07700 …", 「您的手机，138…」: the value stands beside the customer's own field.
 _APPOSITIVE = re.compile(
     r"(?:您的?|(?i:your))\s*(?:own\s+)?(?:手机号?|电话|号码|邮箱|地址|"
@@ -515,7 +523,7 @@ def _pasted_block(text: str, start: int) -> Ownership | None:
         return Ownership("other", "forwarded")
     for line in reversed(text[: line_start - 1].split("\n")):
         if _SEPARATOR_LINE.match(line) or (_ANNOUNCES.search(line) and line.rstrip().endswith((":", "：", "below"))):
-            own = _OWN_PASTE.search(line) and not _CONTACT_NAMED.search(line)
+            own = _OWN_PASTE.search(line) and not _CONTACT_NAMED.search(line) and not _OTHER_NAMED.search(line)
             return Ownership("user", "own paste") if own else Ownership("other", "forwarded")
     return None
 

@@ -173,6 +173,8 @@ _TRACKING_KEYWORD = re.compile(
 _TRACKING_BARE = re.compile(_A + r"(?P<v>(?:SF|YT|ZTO|STO|YD|JT|EMS)\d{9,15}|1Z[0-9A-Z]{16})" + _Z)
 _ORDER = re.compile(
     r"(?:订单号|订单编号|订单|(?<![" + _CJK + r"])单号|(?<=[的我您你个那这])单号|"
+    # a return, a repair, a booking, a case: the ids the customer's requests go by
+    r"(?:退货|退款|售后|维修|服务|预订|预约)(?:申请|单)?号|工单号?|确认号|"
     r"(?<![A-Za-z])orders?(?:\s*(?:numbers?|no\.?|#|ids?|codes?))?(?:\s*,)?)" + _SEP + _CODE,
     re.IGNORECASE,
 )
@@ -227,7 +229,7 @@ _CURRENCIES = {
 }
 _CURRENCY_SYMBOL = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£"}
 _ADDRESS_KEYWORD = re.compile(
-    r"(?:收货地址|收件地址|送货地址|地址|住址|住在|寄到|送到|发到|改成|改为|改到|搬到|位于|在)"
+    r"(?:收货地址|收件地址|送货地址|地址|住址|住在|(?<=[我家])住|寄到|送到|发到|改成|改为|改到|搬到|位于|在)"
     r"(?:已?(?:更新|修改|更改|变更|调整)(?:为|成|到)|是|为|:|：|改成|改为)?\s*(?P<v>[^，。；！？,;!?\n]{4,60})"
 )
 # Without a keyword, an address must open with a province or a city right after a pause or a copula:
@@ -239,7 +241,7 @@ _ADDRESS_BARE = re.compile(
 #: What every Chinese address has: a number (「478号」, 「三栋」) or a named division (省, 市, 区, 县, 镇, 乡, 村).
 _ADDRESS_ANCHOR = re.compile(r"\d|[一二三四五六七八九十百零两]+[号栋幢楼层室]|[省市区县镇乡村]")
 _ADDRESS_FLAT = re.compile(r"\s*\d{3,4}(?=\s|$)")
-_ADDRESS_ROOM = re.compile(r"\s*\d{2,5}\s*(?:室|房|号房)?(?=\s*$)")
+_ADDRESS_ROOM = re.compile(r"\s*\d{1,5}(?:-\d{1,4})?\s*(?:室|房|号房)?(?=\s|$)")
 # The possessor before an address, up to a colon: 「我家：」, 「我姐家：」, 「我朋友那边的地址：」, 「公司地址：」.
 _ADDRESS_LEAD = re.compile(r"[^：:\d省市区县路街]{0,10}?(?:的)?(?:地址)?\s*[：:]\s*")
 _ADDRESS_MARKERS = re.compile(r"省|自治区|市|区|县|镇|乡|村|路|街|道|巷|胡同|号|栋|幢|单元|室|楼|小区|大厦")
@@ -256,15 +258,23 @@ _EN_STREET_TYPES = (
     r"Terrace|Parkway|Pkwy|Highway|Hwy|Grove|Close|Crescent|Cres|Row|Mews|Wharf|Parade|Walk|Gardens|Hill|View|Rise|"
     r"Park|Green|Quay"
 )
-_EN_UNIT = r"(?i:Flat|Apt|Apartment|Unit|Suite|Ste|Level|Floor|Room)\.?\s*(?:\d[A-Za-z0-9/-]*|[A-Z]\d*)(?![a-z]),?\s+"
+_EN_UNIT = (
+    r"(?:(?i:Flat|Apt|Apartment|Unit|Suite|Ste|Level|Floor|Room)\.?\s*(?:\d[A-Za-z0-9/-]*|[A-Z]\d*)(?![a-z])|"
+    r"\d{1,2}(?:st|nd|rd|th)\s+(?i:Floor))"
+    r",?\s+"
+)
 _EN_POSTCODE = (
     r"(?:,?\s*[A-Z]{2,3})?\s+\d{4,5}(?:-\d{4})?(?!\d)|"  # US state and ZIP, Australian state and postcode
     r"\s+[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}(?![A-Za-z0-9])|"  # British
-    r"\s+[A-Z]\d[A-Z]\s?\d[A-Z]\d(?![A-Za-z0-9])"  # Canadian
+    r"\s+[A-Z]\d[A-Z]\s?\d[A-Z]\d(?![A-Za-z0-9])|"  # Canadian
+    r"(?:\s+\d{1,2}W?)?,?\s+[A-Z]\d[\dW]\s?[\dA-Z]{4}(?![A-Za-z0-9])"  # Irish: a Dublin district, then an Eircode
 )
 _EN_ADDRESS = re.compile(
     r"(?<![\w/])(?:" + _EN_UNIT + r"(?:\d{1,6}[A-Za-z]?\s+)?|\d{1,6}[A-Za-z]?(?:/\d{1,6}[A-Za-z]?)?\s+)"
-    r"(?:(?:[A-Z][a-z]+\.?|\d{1,3}(?:st|nd|rd|th))\s+){1,4}(?:" + _EN_STREET_TYPES + r")(?![A-Za-z])\.?"
+    r"(?:[NSEW]\.?\s+)?(?:(?:[A-Z][a-z]+\.?|\d{1,3}(?:st|nd|rd|th))\s+){1,4}(?:"
+    + _EN_STREET_TYPES
+    + r")(?![A-Za-z])\.?"
+    r"(?:\s+(?:NE|NW|SE|SW|N|S|E|W)(?![A-Za-z]))?"
     r"(?:,?\s*(?:(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|#)\.?\s*[A-Za-z0-9-]+|"
     r"\d{1,3}(?:st|nd|rd|th)\s+Floor)(?![A-Za-z])){0,2}"
     r"(?:,\s*[A-Z][a-zA-Z]+(?![\w])(?:\s[A-Z][a-zA-Z]+(?![\w]))*)?(?:" + _EN_POSTCODE + r")?"
@@ -667,6 +677,9 @@ def _extract_corrected_name(state: _Extraction) -> None:
             state.claimed.append(match.span("old"))  # the name it corrects is nobody's now
 
 
+_HONORIFIC = re.compile(r"(?:先生|女士|小姐|老师|师傅|同学|总|经理|阿姨|大哥|大姐)$")
+
+
 def _add_chinese_name(state: _Extraction, start: int, end: int) -> bool:
     """Keep ``text[start:end]`` as the user's name when it is a Chinese name not read already; whether it was."""
     name = state.text[start:end]
@@ -704,6 +717,8 @@ def _extract_name_intros(
         strong = match.group("strength") not in ("我是", "本人", "本人是")
         if not (is_chinese_name(word) or (strong and flag.startswith("nr") and 2 <= len(word) <= 4)):
             continue
+        if _HONORIFIC.search(word):
+            continue  # 「叫我赵先生就行」: a form of address, not a name
         start = match.end()
         if state.free(start, start + len(word)) and state.owner(start, start + len(word)) == "user":
             state.add(_Found(start, start + len(word), "name", word, {"name": word}))

@@ -55,6 +55,10 @@ _PHONE_WORD = re.compile(
 )
 # "my real no. is 07700 900246", "Tel.: …", "ph: …": an abbreviated phoning word right before the number.
 _NUMBER_ABBREVIATION = re.compile(r"(?<![A-Za-z])(?i:no|tel|ph|mob)\.?\s*(?:is\s*|:\s*)?$")
+# Right after a number, words that say it is one: "We have 07700 900234 on file for you", "… as your contact number".
+_SAID_TO_BE_A_NUMBER = re.compile(
+    r"\s+(?i:on\s+file|as\s+(?:your|my|the)\s+(?:[\w-]+\s+)?(?:number|phone|mobile|cell|contact))(?![A-Za-z])"
+)
 # Fewer digits are a local number without its area code ("555-0100") or a number's last digits ("ending 5521").
 _NATIONAL_DIGITS = 9
 _CN_HOTLINE = re.compile(r"^(?:[48]00\d{7}|95\d{3,4}|1[01]\d{3})$")
@@ -193,7 +197,11 @@ def _national(text: str, regions: tuple[str, ...]) -> list[PhoneMatch]:
         valid = [n for n in numbers if phonenumbers.is_valid_number(n)]
         if valid:
             number = valid[0]
-        elif _PHONE_WORD.search(text[max(0, start - 60) : start]) or _NUMBER_ABBREVIATION.search(text, 0, start):
+        elif (
+            _PHONE_WORD.search(text[max(0, start - 60) : start])
+            or _NUMBER_ABBREVIATION.search(text, 0, start)
+            or _SAID_TO_BE_A_NUMBER.match(text, end)
+        ):
             number = numbers[0]
         else:
             continue

@@ -261,3 +261,59 @@ def test_two_numbers_each_given_as_the_customers_are_both_kept() -> None:
     found = facts("我手机 15000007321，家里座机 0571-8600 0032，白天打手机")
 
     assert found["phone"] == ["15000007321", "057186000032"]
+
+
+def test_a_form_of_address_is_no_name_but_the_surname_is() -> None:
+    found = facts("免贵姓钱，叫我钱先生就好")
+
+    assert found["name"] == ["钱"]
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("您预留的地址是成都市锦江区东大街99号2栋11-3，今天会送到", "成都市锦江区东大街99号2栋11-3"),
+        ("已经帮您把地址改成 南京市鼓楼区中山北路30号 2幢 605 了", "南京市鼓楼区中山北路30号 2幢 605"),
+        (
+            "The delivery address on your account is 21 Ashfield Road, Dublin 6W, D6W K2P4.",
+            "21 Ashfield Road, Dublin 6W, D6W K2P4",
+        ),
+        (
+            "Just to confirm: address 410 W Elm Ave, Apt 2B, Denver, CO 80204?",
+            "410 W Elm Ave, Apt 2B, Denver, CO 80204",
+        ),
+    ],
+)
+def test_an_address_read_back_by_the_agent_is_taken_whole(text: str, address: str) -> None:
+    assert facts(text, role="assistant")["address"] == [address]
+
+
+def test_where_the_customer_says_they_work_is_the_workplace() -> None:
+    found = facts("I work at 2nd Floor, 8 Harbour Street, Leeds LS1 5AB - could it come there?")
+
+    assert found["work_address"] == ["2nd Floor, 8 Harbour Street, Leeds LS1 5AB"]
+
+
+def test_the_booker_found_for_the_customer_is_the_customer() -> None:
+    found = facts("已为您查询到预订单号 HB20461（酒店3晚），预订人手机15000008842。", role="assistant")
+
+    assert found["phone"] == ["15000008842"]
+
+
+def test_a_number_on_file_for_the_customer_is_read_even_from_a_range_valid_nowhere() -> None:
+    found = facts("Thanks! We have 07700 900377 on file for you - still the best number?", role="assistant")
+
+    assert found["phone"] == ["+447700900377"]
+
+
+def test_a_signature_someone_else_gave_the_customer_is_not_theirs() -> None:
+    found = facts("下面是装修公司给我的签名，帮我看看是不是你们的人：\n周工 13900006611\nzhou.gong@example.cn")
+
+    assert "phone" not in found
+    assert "email" not in found
+
+
+def test_someone_posing_as_the_company_is_a_caller() -> None:
+    found = facts("有人冒充你们客服打给我，号码021-6000 0888，还说得出我的手机15000003344")
+
+    assert found["phone"] == ["15000003344"]
