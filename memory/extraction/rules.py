@@ -683,8 +683,8 @@ _HONORIFIC = re.compile(r"(?:先生|女士|小姐|老师|师傅|同学|总|经�
 def _add_chinese_name(state: _Extraction, start: int, end: int) -> bool:
     """Keep ``text[start:end]`` as the user's name when it is a Chinese name not read already; whether it was."""
     name = state.text[start:end]
-    if not is_chinese_name(name) or not state.free(start, end):
-        return False
+    if not is_chinese_name(name) or _HONORIFIC.search(name) or not state.free(start, end):
+        return False  # 「刘先生您好」 greets a surname, not a full name
     state.add(_Found(start, end, "name", name, {"name": name}))
     return True
 

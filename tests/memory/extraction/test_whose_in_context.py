@@ -317,3 +317,7 @@ def test_someone_posing_as_the_company_is_a_caller() -> None:
     found = facts("有人冒充你们客服打给我，号码021-6000 0888，还说得出我的手机15000003344")
 
     assert found["phone"] == ["15000003344"]
+
+
+def test_a_surname_greeted_with_its_honorific_is_no_full_name() -> None:
+    assert "name" not in facts("刘先生您好，我帮您查一下。", role="assistant")
