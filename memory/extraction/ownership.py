@@ -202,6 +202,9 @@ _SELF_BY_ROLE = {
     r"(?i:(?<![A-Za-z])(?:you'?d|you\s+would|you\s+want)\s+(?:like\s+)?(?:it|them|this|the\s+\w+)\s+(?:delivered|sent|"
     r"shipped|posted))|"
     r"(?:记下|记录|登记|更新|保存|备注)了?(?:您的)?新?的?(?:收货|联系)?(?:地址|手机号?|电话|号码|邮箱)|"
+    # 「已把联系电话改成…」, 「已将收货地址更新为…」: the agent changing a field of the account, said without 您
+    r"(?:已|已经)?(?:把|将)(?:您的?)?(?:联系|收货|收件|默认|预留|登记的?)?(?:电话|手机号?|号码|地址|邮箱)"
+    r"(?:改成|改为|更正为|更新为|修改为|变更为)|"
     r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
     r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
 }

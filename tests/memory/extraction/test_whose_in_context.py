@@ -321,3 +321,9 @@ def test_someone_posing_as_the_company_is_a_caller() -> None:
 
 def test_a_surname_greeted_with_its_honorific_is_no_full_name() -> None:
     assert "name" not in facts("刘先生您好，我帮您查一下。", role="assistant")
+
+
+def test_the_agent_changing_a_field_of_the_account_without_naming_the_customer_keys_it() -> None:
+    found = facts("不好意思，已把联系电话改成150 0000 7345。", role="assistant")
+
+    assert found["phone"] == ["15000007345"]
