@@ -49,6 +49,7 @@ from memory.conversation.claims import (
     masked_similarity,
     states_criterion,
 )
+from memory.conversation.replacement import named_replacements
 from memory.conversation.terms import MAX_TERMS, attribute_of, same_attribute, stem, terms_of, zh_terms
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
@@ -950,6 +951,9 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
         matter = matters.of(unit.pk)
         named = named_domains(unit.content)
         replacing = _replacing(unit, claim, candidates.get(unit.pk, []), matters, matter, named, claims)
+        # What this statement says it puts in another's place ("swap the lamb for chicken", 「由烤瓷改成全瓷冠」):
+        # an earlier statement of the old value is changed, however unlike the two read otherwise.
+        replacements = named_replacements(unit.content)
         chinese = has_cjk(claim.masked)  # Chinese choices change across a whole session (``_replacing``)
         for earlier in candidates.get(unit.pk, []):
             matters.note(earlier, unit.embedding_model)
@@ -958,13 +962,17 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
             # The same identifier is the same thing, whatever matter the domain examples read each statement as
             # (a complaint's reference, later its credit on the account: a complaint, then billing).
             same_thing = bool(old_claim.subjects) and old_claim.subjects <= claim.subjects
-            if matter is not None and other is not None and matter != other and not same_thing:
+            explicit = tuple((r.old, r.new) for r in replacements if r.stated_in(earlier.content))
+            # A thing named as replaced (「基础套餐」, "lamb tagine") is that thing in whatever matter the examples
+            # read either statement as; a day or an amount named as replaced is only in the same matter.
+            named_thing = any(not claim_of(old).values for old, _ in explicit)
+            if matter is not None and other is not None and matter != other and not same_thing and not named_thing:
                 continue  # a hotel's day and a train's day are different attributes
             old_id = earlier.id
             # A unit that names a matter of its own ("a train arriving by 10:00") opens it: what was said just
             # before about an unknown matter is not changed by its being near.
             nearby = earlier.nearby and not (named and other not in named)
-            if asks_only and not nearby:
+            if asks_only and not nearby and not explicit:
                 continue
             # The agent's words about what it found (「天坛的评分是4.5分，能玩2小时 - 3小时。」) describe a
             # candidate: they change the customer's criterion (「有能玩3小时 - 4小时的地方吗」) only when they say
@@ -975,6 +983,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
                 and earlier.role == "user"
                 and not (unit.data or {}).get("update")
                 and not same_thing
+                and not explicit
                 and states_criterion(earlier.content)
             ):
                 continue
@@ -986,7 +995,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
                     for u, w in replacing.items()
                     if _names_term(old_claim.masked, u) and not _names_term(old_claim.masked, w)
                 ]
-            if (asks_only or earlier.unlike) and not terms:
+            if (asks_only or earlier.unlike) and not terms and not explicit:
                 continue
             # The customer's own requests on one matter, in one session: a later one with another value of a
             # labelled attribute is a new wish for it (a second search with another budget).
@@ -999,6 +1008,8 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
                 and earlier.session_id == matters.session_of(unit.pk)
             )
             verdict = judge(old_claim, claim, earlier.similarity, nearby=nearby, replaced=terms, requests=requests)
+            if explicit:
+                verdict = _with_named(verdict, explicit)
             logger.debug(
                 "%r (%s) vs earlier %r (%s): similarity %.3f, %s",
                 unit.content, matter, earlier.content, other, earlier.similarity, verdict,
@@ -1045,6 +1056,16 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
     if later:
         superseded += supersede_older(tenant, later, among=frozenset(u.pk for u in written))
     return superseded
+
+
+def _with_named(verdict: Verdict | None, named: tuple[tuple[str, str], ...]) -> Verdict:
+    """``verdict`` with the replacements a statement named (old value, new value) as replaced terms: the older
+    statement is changed in those, and stays as true as it was in the rest."""
+    attrs = frozenset(f"{TERM}{old}" for old, _ in named)
+    if verdict is None:
+        return Verdict(attrs, superseded=False, terms=named)
+    terms = tuple(sorted(set(verdict.terms) | set(named)))
+    return Verdict(verdict.changed | attrs, verdict.superseded, terms=terms, labelled=verdict.labelled)
 
 
 def _note_verdict(

@@ -1313,3 +1313,33 @@ def test_a_code_said_to_have_expired_leaves_the_refund_beside_it_current(globex,
     assert not any("WELCOME10 for 10% off" in c for c in valid), valid
     refund = _current(_recall(globex, "expired-en", "How much did you refund to my card?"))
     assert any("refunded £12" in c for c in refund), refund
+
+
+# --- a statement that names what it replaces ---------------------------------------------------------------------
+
+
+def test_a_dish_the_customer_swaps_out_is_no_longer_on_the_menu(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "swap-en",
+        [("For the buffet we'd like the beef rendang and a big green salad.",
+          "Lovely, beef rendang and green salad are pencilled in.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "swap-en",
+        [("Could you swap the beef rendang for a vegetable korma? My sister is vegetarian.",
+          "Of course, done.")],
+    )  # fmt: skip
+    current = _current(_recall(globex, "swap-en", "Which curry is on the buffet menu?"))
+    assert any("vegetable korma" in c for c in current), current
+    assert not any("beef rendang are pencilled" in c for c in current), current
+
+
+def test_a_plan_the_agent_says_it_changed_from_one_to_another_is_the_new_one(acme, fake_ollama):
+    _session(acme, fake_ollama, "from-to-zh", [("我先开个基础套餐吧", "好的，已为您开通基础套餐，每月39元。")])
+    _session(
+        acme, fake_ollama, "from-to-zh",
+        [("流量不够用", "已将您的套餐由基础套餐升级为畅游套餐，每月59元，下月生效。")],
+    )  # fmt: skip
+    current = _current(_recall(acme, "from-to-zh", "我现在开的是什么套餐？"))
+    assert any("畅游套餐" in c for c in current), current
+    assert not any("已为您开通基础套餐" in c for c in current), current
