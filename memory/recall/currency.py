@@ -170,6 +170,7 @@ def overtaken(
     about_now: bool,
     identifiers: list[str] | None = None,
     asked: set[str] | None = None,
+    changed_by_update: set[Any] | None = None,
 ) -> dict[Any, Any]:
     """Units a newer unit among ``units`` has overtaken, each with the one that did: a unit that changes or
     corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
@@ -214,6 +215,8 @@ def overtaken(
             rank = (by_update, created[newer], similarity)
             if older not in best or rank > best[older]:
                 overtaken[older], best[older] = newer, rank
+    if changed_by_update is not None:
+        changed_by_update.update(older for older, rank in best.items() if rank[0])
     return overtaken
 
 
@@ -355,6 +358,7 @@ def current_first(
         hit.stale = hit.memory.pk in stale
     changers, brought = _holders(tenant, session, kept, stale, as_of)
     current = _changers_in_place(kept + brought, changers)
+    by_update: set[Any] = set()
     current = _after_overtakers(
         current,
         overtaken(
@@ -363,6 +367,12 @@ def current_first(
             about_now=about_now,
             identifiers=query_identifiers(query) if query else None,
             asked=asked_attrs(query) if query else None,
+            changed_by_update=by_update,
         ),
     )
+    if tuning().overtaken_last:
+        # What a later statement says it changed follows every current hit; what is merely older stays beside
+        # what overtook it.
+        moved = [h for h in current if h.stale and h.memory.pk in by_update]
+        current = [h for h in current if not (h.stale and h.memory.pk in by_update)] + moved
     return current + [h for h in kept if h.stale]

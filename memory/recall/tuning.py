@@ -59,6 +59,8 @@ class RecallTuning:
     #: least ``now_similarity`` similar does. Overtaken units rank after the current ones.
     update_similarity: float = 0.3
     now_similarity: float = 0.35
+    #: Where an overtaken unit goes: False, just after the unit that overtook it; True, after every current hit.
+    overtaken_last: bool = False
     #: Which conversation units stating a value that is no longer current rank after the current hits:
     #: "topic", those whose out-of-date value the query asks about (``memory.conversation.units.KEY_TOPICS``);
     #: "any", every one, whatever the query asks.
