@@ -429,3 +429,25 @@ def test_for_a_question_about_now_the_change_succeeds_the_old_value_before_later
     _talk(acme, fake_ollama, sid, "酒店房间和订的不一样", later)
     found = _recall(acme, "hotel-final", "那次酒店总价最后是多少？")
     assert _rank(found, "四千零四十元") < _rank(found, "三千八百四十元")
+
+
+def test_with_overtaken_last_a_corrected_statement_follows_every_current_hit(acme, fake_ollama, settings):
+    """A deployment that sets ``overtaken_last`` sees a statement a correction overtook after every current hit,
+    not just below the correction; without it, it stays just below (the test above)."""
+    settings.MEMDESK_RECALL = {"overtaken_last": True}
+    sid = open_session(acme, "dorm-last")["session_id"]
+    _talk(acme, fake_ollama, sid, "我儿子的宿舍在华中科技大学东十二舍", "好的，已记下。")
+    for user, agent in ZH_FILLER[:3]:
+        _talk(acme, fake_ollama, sid, user, agent)
+    _talk(acme, fake_ollama, sid, "上次说错了，不是东十二舍，是西十二舍", "好的。")
+    asker = open_session(acme, "dorm-last")["session_id"]
+    response = acme.client.post(
+        "/api/v1/memories/recall", {"query": "我儿子的宿舍在哪？", "k": 10}, format="json", HTTP_X_SESSION_ID=asker
+    )
+    results = response.json()["results"]
+    contents = [r["memory"]["content"] for r in results]
+    old = _rank([r["memory"] for r in results], "华中科技大学东十二舍")
+    assert old < 99, contents
+    assert results[old].get("current") is False, results[old]
+    assert all(r.get("current", True) is False for r in results[old:]), contents
+    assert _rank([r["memory"] for r in results], "是西十二舍") < old
