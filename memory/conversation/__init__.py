@@ -5,6 +5,7 @@
 - ``claims`` — what a unit states: its subjects (identifiers), its values with their kinds, its validity in words.
 - ``supersede`` — a later unit with another value of the same attribute supersedes or changes an earlier one.
 - ``terms`` — values with no form of their own (a cuisine, an area): a word another of the same kind replaces.
+- ``replacement`` — a statement that names what it replaces ("swap the lamb for chicken", 「由烤瓷改成全瓷冠」).
 """
 
 from memory.conversation.supersede import TERM
