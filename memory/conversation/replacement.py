@@ -5,7 +5,7 @@ Orchard Close to Fernleigh Village Hall", "Mum's name is Noreen, not Maureen", �
 Such a statement carries the old value in its own words, so an earlier statement that says that value — however
 it was worded, whoever said it, and whatever vectors say of the two — states something the later one has changed.
 The frames are the languages' words for putting one thing in another's place (a closed class: from … to, replace
-… with, swap … for, … instead of …, …, not …; 由/从/把/将 … 改为/换成/调到, 是…，不是…), not any one thing's
+… with, swap … for, … instead of …, …, not …; 由/从 … 改为/换成/调到, 把/将 … 换成, 是…，不是…), not any one thing's
 phrasing. Pure: no database.
 """
 
@@ -42,12 +42,21 @@ _EN_FRAMES = (
 )
 _ZH_SPAN = r"[^，。；！？,;!?（）()由从\n]{1,20}?"
 _ZH_FRAMES = (
-    # 「方案已由烤瓷（2800元）改成全瓷冠」, 「从上门改为线上」, 「把燕麦色换成灰色」, 「将周六调到周日」
+    # 「方案已由烤瓷（2800元）改成全瓷冠」, 「从上门改为线上」: 由/从 name the old value
     re.compile(
-        r"(?:由|从|把|将)(?P<old>"
+        r"(?:由|从)(?P<old>"
         + _ZH_SPAN
         + r")(?:[（(][^）)]{0,20}[）)])?\s*(?:改|换|调|升级|降级|变更|更正|更新|修改|挪)"
         r"(?:为|成|到)了?(?P<new>" + _ZH_SPAN + r")(?=[，。；！？,;!?\s（(]|$)"
+    ),
+    # 「把羊肉换成鸡肉」: with 把/将 only a swap names the old value; 「将联系电话更新为…」 names the field changed
+    re.compile(
+        r"(?:把|将)(?P<old>"
+        + _ZH_SPAN
+        + r")(?:[（(][^）)]{0,20}[）)])?\s*(?:换|替换)(?:为|成)了?(?P<new>"
+        + _ZH_SPAN
+        + r")"
+        r"(?=[，。；！？,;!?\s（(]|$)"
     ),
     # 「过敏的是头孢，不是青霉素」, 「是1302室，不是1203」
     re.compile(r"是(?P<new>" + _ZH_SPAN + r")[，,]?\s*(?:而)?不是(?P<old>" + _ZH_SPAN + r")(?=[，。；！？,;!?\s]|$)"),

@@ -55,3 +55,8 @@ def test_an_earlier_statement_of_the_old_value_and_not_the_new_states_what_was_r
     assert swap.stated_in("For mains, the lamb tagine and the halloumi skewers.")
     assert not swap.stated_in("Lamb is off; the mild chicken shawarma and lamb tagine both cost £12.")
     assert not swap.stated_in("The halloumi skewers, please.")
+
+
+def test_the_field_a_change_names_is_no_old_value() -> None:
+    assert named_replacements("好的，已将您的联系电话更新为 139 1133 2854。") == []
+    assert [r.old for r in named_replacements("麻烦把羊肉换成鸡肉")] == ["羊肉"]
