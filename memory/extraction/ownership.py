@@ -141,6 +141,8 @@ _CALLER = re.compile(
     r"有个|有一个|陌生(?:号码|电话|人)?|不认识的(?:号码|电话)?|"
     r"(?i:(?<![A-Za-z])(?:unknown|strange|random|withheld)\s+(?:number|caller)s?(?![A-Za-z]))|"
     r"有人(?:用|拿)?|冒充|假冒|自称|"
+    # a relative clause about someone else: "a guy who lives at …", 「一个住在…的同事」 is theirs
+    r"(?i:(?<![A-Za-z])(?:who|that)\s+(?:lives|is living|is staying|works|stays)\s+(?:at|in|on)\s*$)|"
     r"(?i:(?<![A-Za-z])(?:(?:call|text|ring|phone|contact|reach|message)(?:s|ed|ing)?\s+(?:you|me)\s+(?:back\s+)?from|"
     r"(?:calls?|texts?|messages?|sms|voicemails?|e-?mails?)\s+from|"
     r"(?:called|calling|rang|texted|e-?mailed|messaged|wrote)\s+(?:to\s+)?(?:me\s+|us\s+)?from|"
@@ -250,6 +252,8 @@ _NOT_SENT_AFTER = re.compile(
     r"^[^.;!?。；！？]{0,30}?(?i:(?<![A-Za-z])(?:do\s*n[o']?t|never|won't|will not)\s+(?:send|deliver|ship)\s+"
     r"(?:it\s+|them\s+|anything\s+)?(?:there|to it|to that))|^[^。；！？，]{0,8}?(?:别|不要)(?:寄|送)(?:到)?(?:那|这)"
 )
+_WORK_PATTERN = {role: re.compile(pattern) for role, pattern in _WORK_BY_ROLE.items()}
+_HOME = re.compile(r"家|住|(?i:home|live)")
 _FOR_YOU = re.compile(r"\s+(?i:(?:on\s+file\s+)?for\s+you)(?![A-Za-z])")
 _PRIORITY: dict[Owner, int] = {"other": 3, "contact": 2, "work": 1, "user": 0}
 
@@ -435,6 +439,14 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     tail = text[end : min(right, _sentence_end(text, end))][: max(24, link.end() + 36 if link else 0)]
     found = _last_marker(tail, role, tail=True) if link else None
     lead = _last_marker(text[left:start], role)
+    if (
+        lead is not None
+        and lead.owner == "user"
+        and not _HOME.search(lead.marker)
+        and _WORK_PATTERN[role].search(text, left, start)
+    ):
+        # "Your office address on file is …": the read-back names whose field it is, the workplace
+        lead = Ownership("work", "workplace read back")
     if _OLD.search(text, max(left, start - 12), start) or (link and _OLD.search(tail)):
         return Ownership("other", "old")  # only its own clause says so: "no wait that's my old line, it's …" is new
     if _NOT_SENT_BEFORE.search(text, left, start) or _NOT_SENT_AFTER.search(text, end, min(len(text), end + 60)):

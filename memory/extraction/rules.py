@@ -240,6 +240,7 @@ _ADDRESS_BARE = re.compile(
 )
 #: What every Chinese address has: a number (「478号」, 「三栋」) or a named division (省, 市, 区, 县, 镇, 乡, 村).
 _ADDRESS_ANCHOR = re.compile(r"\d|[一二三四五六七八九十百零两]+[号栋幢楼层室]|[省市区县镇乡村]")
+_CHANGED_TO = re.compile(r"[”」』\"]\s*(?:更正|改|更新|修改|变更)(?:为|成)\s*")
 _ADDRESS_FLAT = re.compile(r"\s*\d{3,4}(?=\s|$)")
 _ADDRESS_ROOM = re.compile(r"\s*\d{1,5}(?:-\d{1,4})?\s*(?:室|房|号房)?(?=\s|$)")
 # The possessor before an address, up to a colon: 「我家：」, 「我姐家：」, 「我朋友那边的地址：」, 「公司地址：」.
@@ -260,6 +261,7 @@ _EN_STREET_TYPES = (
 )
 _EN_UNIT = (
     r"(?:(?i:Flat|Apt|Apartment|Unit|Suite|Ste|Level|Floor|Room)\.?\s*(?:\d[A-Za-z0-9/-]*|[A-Z]\d*)(?![a-z])|"
+    r"\d{1,2}F\d{1,2}|"  # an Edinburgh flat by floor and door: "3F2, 19 Easter Road"
     r"\d{1,2}(?:st|nd|rd|th)\s+(?i:Floor))"
     r",?\s+"
 )
@@ -542,6 +544,10 @@ def _extract_addresses(state: _Extraction) -> None:
         # 「寄到我家：广州市…」: the possessor before the address is not part of it (it still decides the owner).
         lead = _ADDRESS_LEAD.match(match.group("v"))
         skip = lead.end() if lead else 0
+        # 「把地址从“朝阳路15号”更正为 北京市…」: the address is what it was changed to, after the quote and the verb
+        changes = list(_CHANGED_TO.finditer(match.group("v"), skip))
+        if changes:
+            skip = changes[-1].end()
         skip += _address_opening(match.group("v")[skip:])
         candidate = match.group("v")[skip:]
         # 「…1104 你们上次送到隔壁单元」: an address names no one; 「… 和家庭地址 …」 starts another

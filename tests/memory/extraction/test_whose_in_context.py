@@ -327,3 +327,28 @@ def test_the_agent_changing_a_field_of_the_account_without_naming_the_customer_k
     found = facts("不好意思，已把联系电话改成150 0000 7345。", role="assistant")
 
     assert found["phone"] == ["15000007345"]
+
+
+def test_someone_the_customer_mentions_who_lives_somewhere_keeps_that_address() -> None:
+    found = facts("a lady who lives at 4 Kiln Lane, Leeds LS6 2AA, told me about you. I'm at 9 Rye Row, Leeds LS6 3BB")
+
+    assert found["address"] == ["9 Rye Row, Leeds LS6 3BB"]
+
+
+def test_an_edinburgh_flat_by_floor_and_door_is_part_of_the_address() -> None:
+    assert facts("I live at 2F1, 33 Leith Walk, Edinburgh EH6 8LS")["address"] == [
+        "2F1, 33 Leith Walk, Edinburgh EH6 8LS"
+    ]
+
+
+def test_an_address_changed_from_a_quoted_one_is_the_new_one() -> None:
+    found = facts("已为您把地址从“文一路8号”更正为 杭州市西湖区文一西路88号3幢201，已同步给快递。", role="assistant")
+
+    assert found["address"] == ["杭州市西湖区文一西路88号3幢201"]
+
+
+def test_the_office_address_read_back_on_file_is_the_workplace() -> None:
+    found = facts("Your office address on file is Level 4, 20 Bond Street, Sydney NSW 2000.", role="assistant")
+
+    assert found["work_address"] == ["Level 4, 20 Bond Street, Sydney NSW 2000"]
+    assert "address" not in found
