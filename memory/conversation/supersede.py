@@ -390,8 +390,28 @@ def judge(
         whole = bool(changed) and set(old_attrs) <= changed | restated and names_all and not terms
         attrs = frozenset(changed | {f"{TERM}{a}" for a, _ in terms})
         return Verdict(attrs, superseded=whole, terms=terms, labelled=frozenset(labelled_attrs))
-    if old.subjects and names_all and not old.values and not new.values and similarity >= SAME_THING:
-        return Verdict(frozenset({"status"}), superseded=True)  # a later state of the same thing
+    if (
+        old.subjects
+        and names_all
+        and not old.values
+        and similarity >= SAME_THING
+        and (not new.values or (_says_where_it_stands(new) and _short(old)))
+    ):
+        # a later state of the same thing: "RF-2274 has been approved and is processing", later "RF-2274 is now
+        # refunded: the £12 went back to your card yesterday". A longer older statement says more than where the
+        # thing stood ("Dan Whitlow's report is in, and CL-5530 is now under review"): only a later one that gives
+        # no values of its own replaces it whole.
+        return Verdict(frozenset({"status"}), superseded=True)
+    if (
+        not (old.subjects - new.subjects)
+        and similarity >= SAME_THING
+        and (old_states := _stated_states(old))
+        and (new_states := _stated_states(new))
+        and not (old_states & new_states)
+    ):
+        # Two states of one matter, named as states (「目前状态「待开具」」, later 「状态是「已开具」」; "Status:
+        # waiting for parts", later "Status: collected"): the later is where it stands now.
+        return Verdict(frozenset({"status", *changed}), superseded=True)
     if (names_all or not old.subjects) and alike >= PROGRESS_WORDS and progressed(old, new):
         return Verdict(frozenset({"status"}), superseded=True)  # what was not done yet is done now
     return None
@@ -478,6 +498,43 @@ def _states_beside(claim: Claim, titles: set[str]) -> bool:
 def states_a_state(claim: Claim) -> bool:
     """Whether a statement says where something stands (``_STATE``)."""
     return bool(_STATE.search(claim.masked))
+
+
+#: A state named as one: quoted short (「已开具」, “Closed”), or after the word for it (「状态是已签收」, "Status:
+#: settled").
+_NAMED_STATE = re.compile(
+    r"「(?P<a>[^」]{1,8})」|“(?P<b>[^”]{1,16})”|(?:状态|进度)(?:是|为|：|:)?\s*(?P<c>[\u4e00-\u9fff]{2,5})(?![\u4e00-\u9fff「“])"
+    r"|(?i:\bstatus\b\s*(?:is|:)?\s*(?P<d>[a-z]+(?:\s+[a-z]+)?))"
+)
+
+
+def _stated_states(claim: Claim) -> set[str]:
+    """The states a statement names as states (``_NAMED_STATE``), case-folded."""
+    return {
+        next(g for g in m.groups() if g).strip().casefold()
+        for m in _NAMED_STATE.finditer(claim.text)
+        if any(m.groups())
+    }
+
+
+#: At most this many words (or twice as many Chinese characters): a statement that says little but a state.
+SHORT_WORDS = 12
+
+
+def _short(claim: Claim) -> bool:
+    if has_cjk(claim.text):
+        return len(re.findall(r"[\u4e00-\u9fff]", claim.text)) <= 2 * SHORT_WORDS
+    return len(claim.text.split()) <= SHORT_WORDS
+
+
+def _says_where_it_stands(claim: Claim) -> bool:
+    """A statement says where something stands: a state named as one, or an act said to be done ("is now
+    refunded", 「已签收」)."""
+    if states_a_state(claim):
+        return True
+    if has_cjk(claim.masked):
+        return bool(_DONE_ZH.search(claim.masked))
+    return bool(_acts(_DONE_EN, _PENDING_EN.sub(" ", claim.masked)))
 
 
 def _acts(pattern: re.Pattern[str], masked: str) -> set[str]:

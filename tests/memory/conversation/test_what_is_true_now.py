@@ -1343,3 +1343,34 @@ def test_a_plan_the_agent_says_it_changed_from_one_to_another_is_the_new_one(acm
     current = _current(_recall(acme, "from-to-zh", "我现在开的是什么套餐？"))
     assert any("畅游套餐" in c for c in current), current
     assert not any("已为您开通基础套餐" in c for c in current), current
+
+
+# --- a later state, named as one or of the same reference -------------------------------------------------------
+
+
+def test_a_refund_said_done_later_replaces_where_it_stood(globex, fake_ollama):
+    _session(
+        globex,
+        fake_ollama,
+        "refund-en",
+        [("Any news on my refund?", "RF-8812 has been approved and is with the bank.")],
+    )
+    _session(
+        globex, fake_ollama, "refund-en",
+        [("Checking again", "RF-8812 is now refunded: the £24 went back to your card yesterday.")],
+    )  # fmt: skip
+    current = _current(_recall(globex, "refund-en", "Has my refund come through yet?"))
+    assert any("now refunded" in c for c in current), current
+    assert not any("is with the bank" in c for c in current), current
+
+
+def test_an_invoice_state_named_later_replaces_the_earlier_state(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "invoice-zh", [("帮我开张发票", "已提交开票申请，目前状态「待开具」，一般3到5个工作日。")]
+    )
+    _session(
+        acme, fake_ollama, "invoice-zh", [("发票好了吗", "您好，发票已经开好了，状态是「已开具」，已发到您的邮箱。")]
+    )
+    current = _current(_recall(acme, "invoice-zh", "我的发票开出来了吗？"))
+    assert any("已开具" in c for c in current), current
+    assert not any("待开具" in c for c in current), current
