@@ -528,13 +528,13 @@ def _short(claim: Claim) -> bool:
 
 
 def _says_where_it_stands(claim: Claim) -> bool:
-    """A statement says where something stands: a state named as one, or an act said to be done ("is now
-    refunded", 「已签收」)."""
-    if states_a_state(claim):
-        return True
-    if has_cjk(claim.masked):
-        return bool(_DONE_ZH.search(claim.masked))
-    return bool(_acts(_DONE_EN, _PENDING_EN.sub(" ", claim.masked)))
+    """A statement says where something stands: a state named as one, or said to hold now ("is now refunded",
+    「目前已…」). An act marked done alone (「已为您…」, "has been updated") is no state: agents say it of
+    everything they do."""
+    return states_a_state(claim) or bool(_NOW_STATE.search(claim.masked))
+
+
+_NOW_STATE = re.compile(r"(?i)\b(?:is|are)\s+now\s+(?!the\b|a\b|an\b)[a-z]+|(?:现在|目前)(?:是|已经?|处于)")
 
 
 def _acts(pattern: re.Pattern[str], masked: str) -> set[str]:
