@@ -56,7 +56,8 @@ class RecallTuning:
     identifier_weight: float = 1.0
     #: A newer unit that changes or corrects something (``data["update"]``) overtakes an older candidate
     #: unit at least this similar (cosine, same model); for a query about the present any newer unit at
-    #: least ``now_similarity`` similar does. Overtaken units rank after the current ones.
+    #: least ``now_similarity`` similar does. An overtaken unit stays just below the unit that overtook it (see
+    #: ``overtaken_last``).
     update_similarity: float = 0.3
     now_similarity: float = 0.35
     #: Where an overtaken unit goes: False, just after the unit that overtook it; True, after every current hit.
