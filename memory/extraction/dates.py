@@ -42,7 +42,17 @@ _MONTH_NAMES = {
     )
     for name in names
 }
-_MONTH_RE = r"(?:" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
+#: Month names; only an abbreviation takes a full stop ("Aug. 8"): "I moved in August. 8 Beech Terrace, …" is a
+#: sentence's end, then an address, not the 8th of August.
+_FULL_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december")  # fmt: skip
+_MONTH_RE = (
+    r"(?:"
+    + "|".join(sorted(_FULL_MONTHS, key=len, reverse=True))
+    + r"|(?:"
+    + "|".join(sorted((n for n in _MONTH_NAMES if n not in _FULL_MONTHS), key=len, reverse=True))
+    + r")\.?)"
+)
 _WEEKDAYS_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _WEEKDAYS_EN = {
     name: index

@@ -352,3 +352,10 @@ def test_the_office_address_read_back_on_file_is_the_workplace() -> None:
 
     assert found["work_address"] == ["Level 4, 20 Bond Street, Sydney NSW 2000"]
     assert "address" not in found
+
+
+def test_a_month_at_a_sentences_end_does_not_take_the_next_sentences_number_as_its_day() -> None:
+    found = facts("old address is gone, I moved in July. 14 Alder Road, Leeds LS6 4EE is home now")
+
+    assert found["address"] == ["14 Alder Road, Leeds LS6 4EE"]
+    assert "date" not in found
