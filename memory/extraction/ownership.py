@@ -299,12 +299,9 @@ _VENUE_AFTER = re.compile(
     r"(?i:(?:store|shop|branch|office|hotel|clinic|warehouse|location|outlet|depot|showroom|pharmacy|"
     r"restaurant)(?![A-Za-z])))"
 )
-# The agent reading back what the user registered, one bare field after another: 「您登记的姓名是刘建国，邮箱 …」.
-# The field's clause must hold nothing else: 「…，邮箱 support@shop.com 可以联系我们」 is the company's.
-_REGISTERED = re.compile(
-    r"登记|预留|留|填写|填|绑定|注册|(?i:on file|on (?:the|your) account|you (?:gave|provided|registered|left|"
-    r"entered|listed))"
-)
+# After the agent's words to the customer, a bare field read back in a later clause: 「跟您确认一下：收件手机 …，
+# 邮箱 …」, "I've updated your account: phone …, email …". The field's clause must hold nothing else: 「…，邮箱
+# support@shop.com 可以联系我们」 is the company's.
 _BARE_FIELD = re.compile(
     r"\s*(?:(?:登记|预留|注册|绑定|留|填写)的?|联系|收件|收货|注册|常用|家里|家庭|预订人|下单人|订购人|购买人)?"
     r"(?:手机号码|手机号|手机|电话号码|电话|座机|固话|联系方式|电子邮箱|邮箱|邮件地址|收货地址|地址)"
@@ -430,13 +427,14 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     judged by the caller (:mod:`memory.text.phones`), not here.
     """
     left, right = _clause_bounds(text, start, end, spaces=role == "user")
+    sentence, sentence_end = _sentence_start(text, left), _sentence_end(text, end)
     if _REMOVED_BEFORE.search(text, left, start) or _REMOVED_AFTER.match(text, end):
         return Ownership("other", "removed")
     venue = _VENUE_AFTER.match(text, end)
     if venue:
         return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
     link = _TAIL_LINK.match(text[end:right][:48])
-    tail = text[end : min(right, _sentence_end(text, end))][: max(24, link.end() + 36 if link else 0)]
+    tail = text[end : min(right, sentence_end)][: max(24, link.end() + 36 if link else 0)]
     found = _last_marker(tail, role, tail=True) if link else None
     lead = _last_marker(text[left:start], role)
     if (
@@ -455,7 +453,6 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     if found is None:
         # Earlier clauses of the sentence: 「收件人是我妈，电话…」, 「寄到我公司，地址是…」. The agent's 「您的」 there
         # confirms nothing about this value (「您的订单已发货，如有问题请拨打…」), so only third parties count.
-        sentence = _sentence_start(text, left)
         earlier = _last_marker(text[sentence:left], role)
         if (
             role != "user"
@@ -470,15 +467,14 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
             or (_BARE_FIELD.fullmatch(text[left:start]) and not tail.strip(" .。…"))
         ):
             found = earlier
-    if found is None and role == "user" and _DISOWN.search(text, _sentence_start(text, left), _sentence_end(text, end)):
+    if found is None and role == "user" and _DISOWN.search(text, sentence, sentence_end):
         # "The receipt went to tomk@example.org, which isn't my account": a bare value in a sentence that denies
         # being the customer's
         found = Ownership("other", "disowned")
-    if found is None and role == "user" and not text[_sentence_start(text, left) : start].strip():
+    if found is None and role == "user" and not text[sentence:start].strip():
         # The value opens its sentence: the sentence before says whose it is ("Can you send it to my office
         # instead? Suite 410, 1 Market Plaza …", "Not my address! 14 Harbour View, Cork …").
-        before = _sentence_start(text, left)
-        found = _last_marker(text[_sentence_start(text, max(0, before - 1)) : before], role, tail=True)
+        found = _last_marker(text[_sentence_start(text, max(0, sentence - 1)) : sentence], role, tail=True)
     if found is not None and found.owner == "other" and _NEGATED_SELF.fullmatch(found.marker):
         found = _contact_before_denial(text, start, role) or found
     if found is None and role != "user" and _FOR_YOU.match(text, end):
@@ -492,7 +488,7 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         return Ownership("other", "a contact's workplace")
     if _WORKS_THERE.match(text, end) and (found is None or found.owner == "user"):
         found = Ownership("work", "works there")
-    if found is None and _APPOSITIVE.search(text, _sentence_start(text, left), start):
+    if found is None and _APPOSITIVE.search(text, sentence, start):
         found = Ownership("user", "appositive")
     if _CALLS_IN.match(text, end) and not (lead and lead.owner == "user"):
         return Ownership("other", "caller")
@@ -556,8 +552,7 @@ def _recipient_in_sentence(text: str, start: int, end: int) -> Ownership | None:
     a third person's details (「王子豪，寄到…，他电话…」) is that person's: the user is telling where to send it
     and whom to call, not where they live."""
     sentence = _sentence_start(text, start)
-    after = _SENTENCE_END.search(text, end)
-    stop = after.start() if after else len(text)
+    stop = _sentence_end(text, end)
     named = _RECIPIENT.search(text, sentence, stop)
     if named is not None and not (named.start() <= start < named.end()):
         return Ownership("contact", named.group("who"))

@@ -405,14 +405,10 @@ def _owned_key(state: _Extraction, key: str, start: int, end: int) -> str | None
     """The key a profile value at ``text[start:end]`` is stored under, or None when it is nobody's profile.
 
     A value that is not the user's still claims its span, so no later extractor re-reads it as something else; so
-    does a value a correction rejects (「不是 15921873306，是 …」), and a bare value of a kind the message disowns.
+    does a value a correction rejects (「不是 15921873306，是 …」).
     """
     ownership = whose(state.text, start, end, role=state.role)
     owned = None if is_rejected(state.text, start) else _BY_OWNER[key][ownership.owner]
-    if owned == key and not ownership.marker and key in disowned_mentions(state.text):
-        # 「收件电话 158… 我完全不认识，不是我本人的」, "That number, 07700 900777, isn't mine": a value no words
-        # give to the customer, of a kind the message says is not theirs
-        owned = None
     if owned == key and not ownership.marker:
         state.bare.add((start, end))
     if owned is not None and owned.startswith("contact_") and not designates_contact(state.text):
