@@ -170,7 +170,6 @@ def overtaken(
     about_now: bool,
     identifiers: list[str] | None = None,
     asked: set[str] | None = None,
-    changed_by_update: set[Any] | None = None,
 ) -> dict[Any, Any]:
     """Units a newer unit among ``units`` has overtaken, each with the one that did: a unit that changes or
     corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
@@ -215,8 +214,6 @@ def overtaken(
             rank = (by_update, created[newer], similarity)
             if older not in best or rank > best[older]:
                 overtaken[older], best[older] = newer, rank
-    if changed_by_update is not None:
-        changed_by_update.update(older for older, rank in best.items() if rank[0])
     return overtaken
 
 
@@ -358,21 +355,18 @@ def current_first(
         hit.stale = hit.memory.pk in stale
     changers, brought = _holders(tenant, session, kept, stale, as_of)
     current = _changers_in_place(kept + brought, changers)
-    by_update: set[Any] = set()
-    current = _after_overtakers(
-        current,
-        overtaken(
-            tenant,
-            [h.memory for h in current if is_conversation_key(h.memory.key)],
-            about_now=about_now,
-            identifiers=query_identifiers(query) if query else None,
-            asked=asked_attrs(query) if query else None,
-            changed_by_update=by_update,
-        ),
+    overtakers = overtaken(
+        tenant,
+        [h.memory for h in current if is_conversation_key(h.memory.key)],
+        about_now=about_now,
+        identifiers=query_identifiers(query) if query else None,
+        asked=asked_attrs(query) if query else None,
     )
+    current = _after_overtakers(current, overtakers)
     if tuning().overtaken_last:
-        # What a later statement says it changed follows every current hit; what is merely older stays beside
-        # what overtook it.
-        moved = [h for h in current if h.stale and h.memory.pk in by_update]
-        current = [h for h in current if not (h.stale and h.memory.pk in by_update)] + moved
+        # What a later statement says it changed (``data["update"]``) follows every current hit; what is merely
+        # older stays beside what overtook it.
+        updates = {h.memory.pk for h in current if (h.memory.data or {}).get("update")}
+        moved = {h.memory.pk for h in current if h.stale and overtakers.get(h.memory.pk) in updates}
+        current = [h for h in current if h.memory.pk not in moved] + [h for h in current if h.memory.pk in moved]
     return current + [h for h in kept if h.stale]
