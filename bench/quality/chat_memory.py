@@ -1167,9 +1167,11 @@ def main() -> None:
             common.log(f"  recall p95 ms {p95}, ratio {p95['large'] / p95['small']:.2f}")
             ratio = round(p95["large"] / p95["small"], 3)
             scale_variants.append({"knobs": knobs, "recall_p95_ms": p95, "ratio": ratio})
-        variants.append((knobs, again.scores.summary()))
+        variants.append((knobs, again.scores.summary(), again.details))
         settings.MEMDESK_RECALL = {}
-    results["knob_variants"] = [{"knobs": knobs, "scores": summary} for knobs, summary in variants]
+    results["knob_variants"] = [
+        {"knobs": knobs, "scores": summary, "questions": details} for knobs, summary, details in variants
+    ]
     if dataset.name == "scale":
         large, small = (asked.wall_ms[d.id] for d in dataset.dialogues)
         p95_large, p95_small = common.percentile(large, 95), common.percentile(small, 95)
@@ -1199,7 +1201,7 @@ def main() -> None:
     print(f"{results['path_measured']}\n")
     headers = ["", "group", "n", "R@1", "R@5", "R@10", "hit@5", "stale served", "stale@5", "stale@5 as current"]
     rows = report_rows(recall_summary, "recall (chat path)") + report_rows(bm25_summary, "BM25 raw turns")
-    for knobs, summary in variants:
+    for knobs, summary, _details in variants:
         rows += report_rows(summary, f"recall with {json.dumps(knobs)}")[:1]
     print(common.table(headers, rows))
     print()

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.conversation.claims import EN_STOP, values_of
 from memory.text.language import has_cjk
 
-__all__ = ["Replacement", "named_replacements"]
+__all__ = ["Replacement", "labelled_replacements", "named_replacements"]
 
 # An English span of a few words, up to a clause's end.
 _SPAN = r"[^,;.!?()\n]{2,48}?"
@@ -85,9 +86,26 @@ class Replacement:
         replaced."""
         if has_cjk(self.old):
             flat = re.sub(r"\s+", "", text)
-            return self.old in flat and self.new not in flat
+            old, new = _cores(self.old, self.new)
+            return (self.old in flat and self.new not in flat) or (old in flat and new not in flat)
         words = _words(text)
         return set(_words(self.old)) <= words and not set(_words(self.new)) <= words
+
+
+def _cores(old: str, new: str) -> tuple[str, str]:
+    """Two Chinese values without the head they share (「基础版」, 「畅享版」 → 基础, 畅享): an earlier statement names
+    the thing by its distinguishing part with another head (「基础月卡」). Values whose cores would be shorter than
+    two characters are returned whole."""
+    head = 0
+    while head < min(len(old), len(new)) and old[-1 - head] == new[-1 - head]:
+        head += 1
+    lead = 0
+    while lead < min(len(old), len(new)) - head and old[lead] == new[lead]:
+        lead += 1
+    core_old, core_new = old[lead : len(old) - head], new[lead : len(new) - head]
+    if len(core_old) < 2 or len(core_new) < 2:
+        return old, new
+    return core_old, core_new
 
 
 def _words(text: str) -> set[str]:
@@ -120,4 +138,112 @@ def named_replacements(text: str) -> list[Replacement]:
             if not old or not new or old.casefold() == new.casefold() or old.casefold() in new.casefold():
                 continue
             found.append(Replacement(old, new))
+    return found
+
+
+# A value under its label: the words naming an attribute, a copula or a word of setting it, and what follows to the
+# clause's end (「默认投递柜点是翠湖小区东门B区柜」, 「已把默认投递柜点修改为银河大厦北门柜」, "your default pickup
+# point is Greenway Lockers", "I've changed your default pickup point to Station Lockers"). The markers are the
+# languages' copulas and verbs of setting (a closed class); the label and the value are whatever stands around them.
+_ZH_SET = (
+    r"(?:(?:已经?|已为您|已帮您)?(?:修改|更改|变更|更新|调整|改|换|设置|设|登记|更正|升级|降级)(?:为|成)|是|为|：|:)"
+)
+_ZH_LABELLED = re.compile(
+    r"(?P<label>[\u4e00-\u9fff]{2,10}?)\s*" + _ZH_SET + r"\s*(?P<value>[^，。；！？,;!?\s（(]{2,24})"
+)
+_EN_LABELLED = (
+    # "your default pickup point is Greenway Lockers", "the delivery slot is now Thursdays"
+    re.compile(
+        r"(?i)\b(?:your|my|the)\s+(?P<label>[a-z]+(?:\s+[a-z]+){0,3}?)\s+(?:is|was|has\s+been|will\s+be)"
+        r"(?:\s+(?:now|still|set\s+to|changed\s+to|updated\s+to|moved\s+to))?\s+(?P<value>" + _SPAN + r")"
+        r"(?=\s*(?:[,;.!?)\n]|$))"
+    ),
+    # "changed your default pickup point to Station Lockers", "set the delivery slot to Thursdays"
+    re.compile(
+        r"(?i)\b(?:chang|updat|set|mov|switch|amend)(?:e|ed|es|ing)?\s+(?:your|my|the)\s+"
+        r"(?P<label>[a-z]+(?:\s+[a-z]+){0,3}?)\s+to\s+(?P<value>" + _SPAN + r")(?=\s*(?:[,;.!?)\n]|$))"
+    ),
+)
+#: Words that make a clause a question: what it asks is no value (「常用的柜点是哪个」, "what is the status").
+_ASKING = re.compile(r"[哪啥谁吗么？?]|什么|多少|几|(?i:\b(?:what|which|who|where|when|how|whether)\b)")
+#: Chinese words before a label that belong to no label: who it is, what was done, the thing pointed at.
+_ZH_LEAD = re.compile(r"^.*(?:已经|已|把|将|给|为|帮|您的|我的|你的|您|我|你|他|她|这|那|就|都|也|还|现在|目前|当前)")
+_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that"})
+_ZH_LABEL_TAIL = re.compile(r"(?:现在|目前|当前|还|也|都|就|已经|已)+$")
+
+
+def _typed(value: str) -> bool:
+    """Whether ``value`` is a typed value and little else (「周五下午2点」, "on Friday", "£40"): its kind's own
+    attributes compare it. A named thing with a typed word in it (「周六素描提高班」) is not."""
+    rest = value
+    for typed in sorted(values_of(value), key=lambda v: v.start, reverse=True):
+        rest = rest[: typed.start] + rest[typed.end :]
+    if has_cjk(value):
+        return len(re.findall(r"[\u4e00-\u9fff]", rest)) < 2
+    return not re.search(r"[A-Z][a-z]", rest)
+
+
+def _labelled_values(text: str) -> list[tuple[frozenset[str], str]]:
+    """The values ``text`` states under a label, each with its label: Chinese character pairs, or English
+    content words. A value that is a typed one (a date, an amount, a count…: ``claims.values_of``) is left to
+    the attributes of its kind, and a clause that asks states none."""
+    out: list[tuple[frozenset[str], str]] = []
+    if has_cjk(text):
+        for clause in re.split(r"[，。；！？,;!?\n]", text):
+            if _ASKING.search(clause):
+                continue
+            for match in _ZH_LABELLED.finditer(clause):
+                label = _ZH_LABEL_TAIL.sub("", _ZH_LEAD.sub("", match.group("label")))
+                value = _FILLER_ZH.sub("", match.group("value"))
+                if len(label) < 3 or len(value) < 2 or _typed(value):
+                    continue
+                out.append((frozenset(label[i : i + 2] for i in range(len(label) - 1)), value))
+        return out
+    for clause in re.split(r"(?<=[.!?;])\s+|\n", text):
+        if _ASKING.search(clause):
+            continue
+        for frame in _EN_LABELLED:
+            for match in frame.finditer(clause):
+                label_words = match.group("label").lower().split()
+                words = [w for w in label_words if w not in EN_STOP]
+                value = _clean_en(match.group("value"))
+                # A label is a noun phrase (no second determiner), and the value a named thing (a capital or a
+                # digit): "the chain is worn" states a condition, not a value of an attribute.
+                if (
+                    not words
+                    or set(label_words) & _DETERMINERS
+                    or not re.search(r"[A-Z0-9]", value)
+                    or {w.casefold() for w in value.split()} <= _NO_VALUE_EN
+                    or _typed(value)
+                ):
+                    continue
+                out.append((frozenset(words), value))
+    return out
+
+
+def labelled_replacements(old: str, new: str) -> list[Replacement]:
+    """The values a later statement ``new`` gives under a label that an earlier ``old`` gave another value under
+    (「默认投递柜点是翠湖小区东门B区柜」, later 「已把默认投递柜点修改为银河大厦北门柜」): the later value replaces the
+    earlier. Labels are the same when they share two Chinese character pairs (a label of three characters or
+    more), or, in English, every content word of the shorter one. A value either statement also says, or one
+    containing the other, replaces nothing."""
+    found: list[Replacement] = []
+    earlier = _labelled_values(old)
+    if not earlier:
+        return found
+    for label, value in _labelled_values(new):
+        for old_label, old_value in earlier:
+            if has_cjk(value):
+                same = len(label & old_label) >= 2
+            else:
+                same = label <= old_label or old_label <= label
+            replacement = Replacement(old_value, value)
+            if (
+                same
+                and replacement.stated_in(old)
+                and not replacement.stated_in(new)
+                and old_value.casefold() not in value.casefold()
+                and value.casefold() not in old_value.casefold()
+            ):
+                found.append(replacement)
     return found

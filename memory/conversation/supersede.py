@@ -49,7 +49,7 @@ from memory.conversation.claims import (
     masked_similarity,
     states_criterion,
 )
-from memory.conversation.replacement import named_replacements
+from memory.conversation.replacement import labelled_replacements, named_replacements
 from memory.conversation.terms import MAX_TERMS, attribute_of, same_attribute, stem, terms_of, zh_terms
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
@@ -1020,6 +1020,10 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
             # (a complaint's reference, later its credit on the account: a complaint, then billing).
             same_thing = bool(old_claim.subjects) and old_claim.subjects <= claim.subjects
             explicit = tuple((r.old, r.new) for r in replacements if r.stated_in(earlier.content))
+            if not explicit and not asks_only:
+                # A value under the label an earlier statement gave another value under (「默认投递柜点是…」, later
+                # 「已把默认投递柜点修改为…」) names what it replaces as plainly.
+                explicit = tuple((r.old, r.new) for r in labelled_replacements(earlier.content, unit.content))
             # A thing named as replaced (「基础套餐」, "lamb tagine") is that thing in whatever matter the examples
             # read either statement as; a day or an amount named as replaced is only in the same matter.
             named_thing = any(not claim_of(old).values for old, _ in explicit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.conversation.replacement import Replacement, named_replacements
+from memory.conversation.replacement import Replacement, labelled_replacements, named_replacements
 
 
 @pytest.mark.parametrize(
@@ -60,3 +60,48 @@ def test_an_earlier_statement_of_the_old_value_and_not_the_new_states_what_was_r
 def test_the_field_a_change_names_is_no_old_value() -> None:
     assert named_replacements("好的，已将您的联系电话更新为 139 1133 2854。") == []
     assert [r.old for r in named_replacements("麻烦把羊肉换成鸡肉")] == ["羊肉"]
+
+
+def test_a_chinese_value_named_by_its_distinguishing_part_is_the_replaced_one() -> None:
+    # 「基础版」 → 「畅享版」 share their head; an earlier 「基础会员卡」 names the old one by what sets it apart.
+    upgrade = Replacement("基础版", "畅享版")
+
+    assert upgrade.stated_in("已为您开通基础会员卡，每月5元。")
+    assert not upgrade.stated_in("畅享会员卡和基础会员卡都可以选。")
+    assert not Replacement("东门A区", "东门B区").stated_in("在A区柜旁边。")  # a one-character core is no value
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "replaced", "by"),
+    [
+        (
+            "您的默认自提点是城西花园南门驿站。",
+            "好的，已把默认自提点改为科技园二期快递柜。",
+            "城西花园南门驿站",
+            "科技园二期快递柜",
+        ),
+        ("孩子的报名班级是周六素描提高班", "报名班级已调整为周日水彩入门班", "周六素描提高班", "周日水彩入门班"),
+        (
+            "Your registered practice is Hollybush Medical Centre.",
+            "I've changed your registered practice to Ashgrove Surgery.",
+            "Hollybush Medical Centre",
+            "Ashgrove Surgery",
+        ),
+    ],
+)
+def test_a_later_value_under_the_same_label_replaces_the_earlier(old: str, new: str, replaced: str, by: str) -> None:
+    assert labelled_replacements(old, new) == [Replacement(replaced, by)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("您的默认自提点是城西花园南门驿站。", "我现在的默认自提点是哪个？"),  # a question states no value
+        ("您的默认自提点是城西花园南门驿站。", "您的默认自提点是城西花园南门驿站，营业到晚上9点。"),  # the same value
+        ("您的默认自提点是城西花园南门驿站。", "您的收件人是王小丽。"),  # another label
+        ("The brake cable is worn.", "The brake cable is fine."),  # a condition, not a named value
+        ("Your appointment is on Friday.", "Your appointment is on Monday."),  # a typed value: a weekday's own rules
+    ],
+)
+def test_labels_and_values_that_replace_nothing(old: str, new: str) -> None:
+    assert labelled_replacements(old, new) == []

@@ -1345,6 +1345,49 @@ def test_a_plan_the_agent_says_it_changed_from_one_to_another_is_the_new_one(acm
     assert not any("已为您开通基础套餐" in c for c in current), current
 
 
+def test_a_place_named_as_replaced_is_no_answer_to_where(globex, fake_ollama):
+    # "Where" asks for an address; the replaced term holds one, so the question asks for the term.
+    _session(
+        globex, fake_ollama, "where-en",
+        [("We'd like the picnic in our garden at 14 Rowan Avenue, Saturday at noon.",
+          "Lovely, the picnic at 14 Rowan Avenue on Saturday at noon is booked.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "where-en",
+        [("Rain is forecast, can we move it indoors?",
+          "Done: I've moved the picnic from your garden at 14 Rowan Avenue to the Beacon Park Pavilion.")],
+    )  # fmt: skip
+    results = _recall(globex, "where-en", "Where is the picnic happening now?")
+    current = _current(results)
+    assert any("Beacon Park Pavilion" in c for c in current), results
+    assert not any("We'd like the picnic in our garden" in c for c in current), results
+
+
+def test_a_pickup_point_set_again_under_its_label_is_the_new_one(acme, fake_ollama):
+    _session(acme, fake_ollama, "label-zh", [("我的快递一般放哪？", "您的默认自提点是城西花园南门驿站。")])
+    _session(acme, fake_ollama, "label-zh", [("改到公司那边吧", "好的，已把默认自提点改为科技园二期快递柜。")])
+    results = _recall(acme, "label-zh", "我现在的默认自提点是哪里？")
+    current = _current(results)
+    assert any("科技园二期快递柜" in c for c in current), results
+    assert not any("城西花园南门驿站" in c for c in current), results
+    earlier = _recall(acme, "label-zh", "我的默认自提点是哪里？", as_of=_said_at(acme, "城西花园南门驿站"))
+    assert any("城西花园南门驿站" in c for c in _current(earlier)), earlier
+
+
+def test_a_practice_changed_under_its_label_is_the_new_one(globex, fake_ollama):
+    _session(
+        globex, fake_ollama, "label-en",
+        [("Which surgery do you have me down with?", "Your registered practice is Hollybush Medical Centre.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "label-en",
+        [("I've moved house, please update it", "I've changed your registered practice to Ashgrove Surgery.")],
+    )  # fmt: skip
+    _assert_replaced(
+        globex, "label-en", "Which practice am I registered with now?", "Ashgrove Surgery", "Hollybush Medical Centre"
+    )
+
+
 # --- a later state, named as one or of the same reference -------------------------------------------------------
 
 
