@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.conversation.claims import EN_STOP, values_of
+from memory.conversation.claims import values_of
 from memory.text.language import has_cjk
 
 __all__ = ["Replacement", "labelled_replacements", "named_replacements"]
@@ -141,105 +141,66 @@ def named_replacements(text: str) -> list[Replacement]:
     return found
 
 
-# A value under its label: the words naming an attribute, a copula or a word of setting it, and what follows to the
-# clause's end (「默认投递柜点是翠湖小区东门B区柜」, 「已把默认投递柜点修改为银河大厦北门柜」, "your default pickup
-# point is Greenway Lockers", "I've changed your default pickup point to Station Lockers"). The markers are the
-# languages' copulas and verbs of setting (a closed class); the label and the value are whatever stands around them.
+# A Chinese value under its label: the words naming an attribute, a copula or a verb of setting it, and what
+# follows to the clause's end (「默认投递柜点是翠湖小区东门B区柜」, 「已把默认投递柜点修改为银河大厦北门柜」). The
+# markers are the language's copulas and verbs of setting (a closed class); the label and the value are whatever
+# stands around them. English is left out: "the … is …" describes a thing as often as it sets an attribute ("the
+# chain is worn"), and English frames tried on the service sets moved no fit question and lost answers elsewhere.
 _ZH_SET = (
     r"(?:(?:已经?|已为您|已帮您)?(?:修改|更改|变更|更新|调整|改|换|设置|设|登记|更正|升级|降级)(?:为|成)|是|为|：|:)"
 )
 _ZH_LABELLED = re.compile(
     r"(?P<label>[\u4e00-\u9fff]{2,10}?)\s*" + _ZH_SET + r"\s*(?P<value>[^，。；！？,;!?\s（(]{2,24})"
 )
-_EN_LABELLED = (
-    # "your default pickup point is Greenway Lockers", "the delivery slot is now Thursdays"
-    re.compile(
-        r"(?i)\b(?:your|my|the)\s+(?P<label>[a-z]+(?:\s+[a-z]+){0,3}?)\s+(?:is|was|has\s+been|will\s+be)"
-        r"(?:\s+(?:now|still|set\s+to|changed\s+to|updated\s+to|moved\s+to))?\s+(?P<value>" + _SPAN + r")"
-        r"(?=\s*(?:[,;.!?)\n]|$))"
-    ),
-    # "changed your default pickup point to Station Lockers", "set the delivery slot to Thursdays"
-    re.compile(
-        r"(?i)\b(?:chang|updat|set|mov|switch|amend)(?:e|ed|es|ing)?\s+(?:your|my|the)\s+"
-        r"(?P<label>[a-z]+(?:\s+[a-z]+){0,3}?)\s+to\s+(?P<value>" + _SPAN + r")(?=\s*(?:[,;.!?)\n]|$))"
-    ),
-)
-#: Words that make a clause a question: what it asks is no value (「常用的柜点是哪个」, "what is the status").
-_ASKING = re.compile(r"[哪啥谁吗么？?]|什么|多少|几|(?i:\b(?:what|which|who|where|when|how|whether)\b)")
+#: Words that make a clause a question: what it asks is no value (「常用的柜点是哪个」).
+_ASKING = re.compile(r"[哪啥谁吗么？?]|什么|多少|几")
 #: Chinese words before a label that belong to no label: who it is, what was done, the thing pointed at.
 _ZH_LEAD = re.compile(r"^.*(?:已经|已|把|将|给|为|帮|您的|我的|你的|您|我|你|他|她|这|那|就|都|也|还|现在|目前|当前)")
-_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that"})
 _ZH_LABEL_TAIL = re.compile(r"(?:现在|目前|当前|还|也|都|就|已经|已)+$")
 
 
 def _typed(value: str) -> bool:
-    """Whether ``value`` is a typed value and little else (「周五下午2点」, "on Friday", "£40"): its kind's own
-    attributes compare it. A named thing with a typed word in it (「周六素描提高班」) is not."""
+    """Whether ``value`` is a typed value and little else (「周五下午2点」, 「40元」): its kind's own attributes
+    compare it. A named thing with a typed word in it (「周六素描提高班」) is not."""
     rest = value
     for typed in sorted(values_of(value), key=lambda v: v.start, reverse=True):
         rest = rest[: typed.start] + rest[typed.end :]
-    if has_cjk(value):
-        return len(re.findall(r"[\u4e00-\u9fff]", rest)) < 2
-    return not re.search(r"[A-Z][a-z]", rest)
+    return len(re.findall(r"[\u4e00-\u9fff]", rest)) < 2
 
 
 def _labelled_values(text: str) -> list[tuple[frozenset[str], str]]:
-    """The values ``text`` states under a label, each with its label: Chinese character pairs, or English
-    content words. A value that is a typed one (a date, an amount, a count…: ``claims.values_of``) is left to
-    the attributes of its kind, and a clause that asks states none."""
+    """The values a Chinese ``text`` states under a label, each with its label's character pairs. A value that is
+    a typed one (a date, an amount, a count…: ``claims.values_of``) is left to the attributes of its kind, and a
+    clause that asks states none."""
     out: list[tuple[frozenset[str], str]] = []
-    if has_cjk(text):
-        for clause in re.split(r"[，。；！？,;!?\n]", text):
-            if _ASKING.search(clause):
-                continue
-            for match in _ZH_LABELLED.finditer(clause):
-                label = _ZH_LABEL_TAIL.sub("", _ZH_LEAD.sub("", match.group("label")))
-                value = _FILLER_ZH.sub("", match.group("value"))
-                if len(label) < 3 or len(value) < 2 or _typed(value):
-                    continue
-                out.append((frozenset(label[i : i + 2] for i in range(len(label) - 1)), value))
+    if not has_cjk(text):
         return out
-    for clause in re.split(r"(?<=[.!?;])\s+|\n", text):
+    for clause in re.split(r"[，。；！？,;!?\n]", text):
         if _ASKING.search(clause):
             continue
-        for frame in _EN_LABELLED:
-            for match in frame.finditer(clause):
-                label_words = match.group("label").lower().split()
-                words = [w for w in label_words if w not in EN_STOP]
-                value = _clean_en(match.group("value"))
-                # A label is a noun phrase (no second determiner), and the value a named thing (a capital or a
-                # digit): "the chain is worn" states a condition, not a value of an attribute.
-                if (
-                    not words
-                    or set(label_words) & _DETERMINERS
-                    or not re.search(r"[A-Z0-9]", value)
-                    or {w.casefold() for w in value.split()} <= _NO_VALUE_EN
-                    or _typed(value)
-                ):
-                    continue
-                out.append((frozenset(words), value))
+        for match in _ZH_LABELLED.finditer(clause):
+            label = _ZH_LABEL_TAIL.sub("", _ZH_LEAD.sub("", match.group("label")))
+            value = _FILLER_ZH.sub("", match.group("value"))
+            if len(label) < 3 or len(value) < 2 or _typed(value):
+                continue
+            out.append((frozenset(label[i : i + 2] for i in range(len(label) - 1)), value))
     return out
 
 
 def labelled_replacements(old: str, new: str) -> list[Replacement]:
-    """The values a later statement ``new`` gives under a label that an earlier ``old`` gave another value under
-    (「默认投递柜点是翠湖小区东门B区柜」, later 「已把默认投递柜点修改为银河大厦北门柜」): the later value replaces the
-    earlier. Labels are the same when they share two Chinese character pairs (a label of three characters or
-    more), or, in English, every content word of the shorter one. A value either statement also says, or one
-    containing the other, replaces nothing."""
+    """The values a later Chinese statement ``new`` gives under a label that an earlier ``old`` gave another
+    value under (「默认投递柜点是翠湖小区东门B区柜」, later 「已把默认投递柜点修改为银河大厦北门柜」): the later value
+    replaces the earlier. Labels are the same when they share two character pairs (a label of three characters or
+    more). A value either statement also says, or one containing the other, replaces nothing."""
     found: list[Replacement] = []
     earlier = _labelled_values(old)
     if not earlier:
         return found
     for label, value in _labelled_values(new):
         for old_label, old_value in earlier:
-            if has_cjk(value):
-                same = len(label & old_label) >= 2
-            else:
-                same = label <= old_label or old_label <= label
             replacement = Replacement(old_value, value)
             if (
-                same
+                len(label & old_label) >= 2
                 and replacement.stated_in(old)
                 and not replacement.stated_in(new)
                 and old_value.casefold() not in value.casefold()

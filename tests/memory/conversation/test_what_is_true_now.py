@@ -1374,20 +1374,6 @@ def test_a_pickup_point_set_again_under_its_label_is_the_new_one(acme, fake_olla
     assert any("城西花园南门驿站" in c for c in _current(earlier)), earlier
 
 
-def test_a_practice_changed_under_its_label_is_the_new_one(globex, fake_ollama):
-    _session(
-        globex, fake_ollama, "label-en",
-        [("Which surgery do you have me down with?", "Your registered practice is Hollybush Medical Centre.")],
-    )  # fmt: skip
-    _session(
-        globex, fake_ollama, "label-en",
-        [("I've moved house, please update it", "I've changed your registered practice to Ashgrove Surgery.")],
-    )  # fmt: skip
-    _assert_replaced(
-        globex, "label-en", "Which practice am I registered with now?", "Ashgrove Surgery", "Hollybush Medical Centre"
-    )
-
-
 # --- a later state, named as one or of the same reference -------------------------------------------------------
 
 
