@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.conversation.claims import Claim, states_criterion, values_of
+from memory.conversation.claims import values_of
 from memory.text.language import has_cjk
 
 __all__ = ["Replacement", "labelled_replacements", "named_replacements"]
@@ -208,55 +208,3 @@ def labelled_replacements(old: str, new: str) -> list[Replacement]:
             ):
                 found.append(replacement)
     return found
-
-
-#: A sentence that asks: a question mark, or a Chinese sentence-final particle of a question.
-_ASKS = re.compile(r"(?:[?？]|[吗吧呢])\s*$")
-_SENTENCE = re.compile(r"(?:[^。！？!?.\n]|(?<=\d)\.(?=\d))+(?:[。！？!?.]+|\n|$)")
-#: Kinds whose other value in a reply is someone else's as often as a correction (a phone, an e-mail, an address,
-#: a name): the reply's other value does not refute the asked one.
-_OWNED_KINDS = frozenset({"phone", "email", "address", "name"})
-
-
-#: Words that make a value a bound of what is wanted ("arrives by 10:00", "under £50", 「500元以下」,
-#: 「6点之前」): a criterion, which a reply's candidate with another value meets rather than corrects. A closed
-#: class of each language's words of comparison.
-_BOUND_BEFORE = re.compile(
-    r"(?i)\b(?:by|after|before|until|till|under|over|below|above|within|around|about|approximately|least|most|"
-    r"than|to|from|between|max(?:imum)?|min(?:imum)?|up\s+to)\s*[£$€]?\s*$|[约大概差不多至到-]\s*$"
-)
-_BOUND_AFTER = re.compile(
-    r"^\s*(?:[^\d\s，。,]{0,2})?(?:以上|以下|以内|之前|之后|左右|前后|上下|or\s+(?:so|less|more|later|earlier))"
-)
-
-
-def _bound(text: str, start: int, end: int) -> bool:
-    """Whether the value at ``text[start:end]`` is a bound (``_BOUND_BEFORE``, ``_BOUND_AFTER``) or in a range."""
-    return bool(
-        _BOUND_BEFORE.search(text[max(0, start - 16) : start])
-        or _BOUND_AFTER.search(text[end : end + 10])
-        or states_criterion(text[max(0, start - 4) : end + 6])
-    )
-
-
-def refuted(question: Claim, reply: Claim) -> frozenset[str]:
-    """The attributes whose value a customer's check (a sentence of ``question`` that asks and gives a value:
-    「私教课包还是6800吧？」, "It's still a 10-week course, right?", "Is my quote still £6,900?") is answered, in the
-    very next message ``reply``, with another value of the same attribute, the asked value not said again: the
-    reply corrects what the question took for true. A reply that says the asked value again ("Yes, £38, plus the
-    £5 fee") refutes nothing."""
-    asked = []
-    for match in _SENTENCE.finditer(question.text):
-        sentence = match.group(0).strip()
-        if not sentence or not _ASKS.search(sentence):
-            continue
-        asked += [v for v in question.values if match.start() <= v.start < match.end()]
-    out = set()
-    said = reply.attrs
-    for value in asked:
-        if value.kind in _OWNED_KINDS or _bound(question.text, value.start, value.end):
-            continue
-        others = said.get(value.attr)
-        if others and value.norm not in others:
-            out.add(value.attr)
-    return frozenset(out)

@@ -49,7 +49,7 @@ from memory.conversation.claims import (
     masked_similarity,
     states_criterion,
 )
-from memory.conversation.replacement import labelled_replacements, named_replacements, refuted
+from memory.conversation.replacement import labelled_replacements, named_replacements
 from memory.conversation.terms import MAX_TERMS, attribute_of, same_attribute, stem, terms_of, zh_terms
 from memory.conversation.terms import refused as refused_terms
 from memory.conversation.terms import replaced as replaced_terms
@@ -938,18 +938,10 @@ ORDER BY o.created_at LIMIT {LATER_LIMIT}
 """  # noqa: S608 - our own constants, no input
 
 
-# The message right after each of some messages in its session: the reply to it.
-_REPLY_SQL = """
-SELECT m.id, n.id FROM chat_message m
-JOIN chat_message n ON n.tenant_id = m.tenant_id AND n.session_id = m.session_id AND n.seq = m.seq + 1
-WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(messages)s)
-"""
-
-
 def _said_later(tenant: Any, written: Sequence[MemoryUnit]) -> list[MemoryUnit]:
     """The customer's current units said after some of ``written`` but stored before them, that may change one of
-    them: naming one of its identifiers, at least ``SAME_THING`` alike by vectors, or the reply to its message. None
-    in a live chat (what is written is the newest), nor in an import of a customer's conversations oldest first."""
+    them: naming one of its identifiers, or at least ``SAME_THING`` alike by vectors. None in a live chat (what is
+    written is the newest), nor in an import of a customer's conversations oldest first."""
     dated = [u for u in written if u.end_user_id is not None]
     if not dated:
         return []
@@ -962,12 +954,8 @@ def _said_later(tenant: Any, written: Sequence[MemoryUnit]) -> list[MemoryUnit]:
             },
         )  # fmt: skip
         ids = [row[0] for row in cursor.fetchall()]
-        if not ids:
-            return []
-        cursor.execute(
-            _REPLY_SQL, {"tenant": tenant.pk, "messages": [u.source_message_id for u in dated if u.source_message_id]}
-        )
-        reply_to = dict(cursor.fetchall())  # a written unit's message → the next message of its session
+    if not ids:
+        return []
 
     def read(unit: MemoryUnit) -> tuple[set[str], np.ndarray | None]:
         """A unit's identifiers and its unit vector."""
@@ -987,10 +975,7 @@ def _said_later(tenant: Any, written: Sequence[MemoryUnit]) -> list[MemoryUnit]:
                 vector is not None and mine is not None and unit.embedding_model == later.embedding_model
                 and float(vector @ mine) >= SAME_THING
             )  # fmt: skip
-            replies = (
-                later.source_message_id is not None and reply_to.get(unit.source_message_id) == later.source_message_id
-            )
-            if subjects & named or alike or replies:
+            if subjects & named or alike:
                 out.append(later)
                 break
     return out
@@ -1039,15 +1024,6 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
                 # A value under the label an earlier statement gave another value under (「默认投递柜点是…」, later
                 # 「已把默认投递柜点修改为…」) names what it replaces as plainly.
                 explicit = tuple((r.old, r.new) for r in labelled_replacements(earlier.content, unit.content))
-            corrected = _answered_otherwise(
-                earlier.role, earlier.session_id, earlier.seq, old_claim, unit, claim, matters
-            )
-            if corrected is not None:
-                # The agent's very next reply gives another value than the customer's check took for true ("Is my
-                # quote still £6,900?" — "Your current quote is … £7,450"): the checked value is not current.
-                verdicts[earlier.id] = corrected
-                _note_verdict(ends, matter_of, earlier.id, unit, corrected, matter)
-                continue
             # A thing named as replaced (「基础套餐」, "lamb tagine") is that thing in whatever matter the examples
             # read either statement as; a day or an amount named as replaced is only in the same matter.
             named_thing = any(not claim_of(old).values for old, _ in explicit)
@@ -1105,8 +1081,6 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
             _note_verdict(ends, matter_of, old_id, unit, verdict, matter)
         for old_id, verdict in _said_again(claim, candidates.get(unit.pk, []), claims, verdicts).items():
             _note_verdict(ends, matter_of, old_id, unit, verdict, matter)
-    for old_id, reply, verdict in _checks_in_turn(new, matters) if among is None else []:
-        _note_verdict(ends, matter_of, old_id, reply, verdict, matters.of(reply.pk))
     if not ends:
         return supersede_older(tenant, later, among=frozenset(u.pk for u in written)) if later else 0
     rows = {m.pk: m for m in MemoryUnit.objects.for_tenant(tenant).select_for_update().filter(pk__in=list(ends))}
@@ -1143,47 +1117,6 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
     if later:
         superseded += supersede_older(tenant, later, among=frozenset(u.pk for u in written))
     return superseded
-
-
-def _answered_otherwise(
-    role: str | None, session_id: Any, seq: int | None, old: Claim, unit: MemoryUnit, new: Claim, matters: _Matters
-) -> Verdict | None:
-    """What the agent's reply ``unit`` does to the customer's message just before it (``role``, ``session_id``,
-    ``seq``: the earlier unit's) when that message checks a value the reply answers with another
-    (``replacement.refuted``): those attributes changed, the whole message superseded when it gives no other and
-    names nothing. None otherwise."""
-    if unit.source_role == "user" or role != "user" or seq is None or session_id is None:
-        return None
-    if session_id != matters.session_of(unit.pk) or matters.seq_of(unit.pk) != seq + 1:
-        return None
-    corrected = refuted(old, new)
-    if not corrected:
-        return None
-    return Verdict(corrected, superseded=set(old.attrs) <= corrected and not old.subjects)
-
-
-def _checks_in_turn(new: Sequence[MemoryUnit], matters: _Matters) -> list[tuple[Any, MemoryUnit, Verdict]]:
-    """The customer's checks among ``new`` that the agent's reply, also among ``new``, answers with another value
-    (``_answered_otherwise``): a live turn writes a message and its reply at one moment, so neither is among the
-    other's earlier units. Each as (the check's id, the reply, the verdict)."""
-    asked = {
-        (matters.session_of(u.pk), matters.seq_of(u.pk)): u
-        for u in new
-        if u.source_role == "user" and matters.seq_of(u.pk) is not None
-    }
-    out = []
-    for reply in new:
-        seq = matters.seq_of(reply.pk)
-        if reply.source_role == "user" or seq is None:
-            continue
-        question = asked.get((matters.session_of(reply.pk), seq - 1))
-        if question is None:
-            continue
-        old, claim = claim_of(question.content, question.created_at), claim_of(reply.content, reply.created_at)
-        verdict = _answered_otherwise("user", matters.session_of(question.pk), seq - 1, old, reply, claim, matters)
-        if verdict is not None:
-            out.append((question.pk, reply, verdict))
-    return out
 
 
 def _with_named(verdict: Verdict | None, named: tuple[tuple[str, str], ...]) -> Verdict:
