@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory.conversation.claims import values_of
 from memory.text.language import has_cjk
@@ -168,13 +169,15 @@ def _typed(value: str) -> bool:
     return len(re.findall(r"[\u4e00-\u9fff]", rest)) < 2
 
 
-def _labelled_values(text: str) -> list[tuple[frozenset[str], str]]:
+@lru_cache(maxsize=1024)
+def _labelled_values(text: str) -> tuple[tuple[frozenset[str], str], ...]:
     """The values a Chinese ``text`` states under a label, each with its label's character pairs. A value that is
     a typed one (a date, an amount, a count…: ``claims.values_of``) is left to the attributes of its kind, and a
-    clause that asks states none."""
+    clause that asks states none. Cached: the writer compares each new unit with up to ``NEIGHBOURS`` earlier
+    ones, and an earlier unit with every new one."""
     out: list[tuple[frozenset[str], str]] = []
     if not has_cjk(text):
-        return out
+        return ()
     for clause in re.split(r"[，。；！？,;!?\n]", text):
         if _ASKING.search(clause):
             continue
@@ -184,7 +187,7 @@ def _labelled_values(text: str) -> list[tuple[frozenset[str], str]]:
             if len(label) < 3 or len(value) < 2 or _typed(value):
                 continue
             out.append((frozenset(label[i : i + 2] for i in range(len(label) - 1)), value))
-    return out
+    return tuple(out)
 
 
 def labelled_replacements(old: str, new: str) -> list[Replacement]:

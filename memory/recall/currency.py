@@ -128,7 +128,9 @@ def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) 
                 states = {v.get("attr") for v in ((unit.data.get("about") or {}).get("values") or [])}
                 # A replaced term that holds a value of the kind asked ("the garden at 9 Orchard Close", asked
                 # "where"): the term is what the question asks for.
-                asks = _asks_term(asked & states, named, change) or bool(asked & set(claim_of(attr[len(TERM) :]).attrs))
+                asks = _asks_term(asked & states, named, change) or bool(
+                    asked and asked & claim_of(attr[len(TERM) :]).attrs.keys()
+                )
             else:
                 asks = attr in asked or bool(
                     change.get("labelled") and names_label(query, claim_of(unit.content), attr)
