@@ -367,12 +367,13 @@ def judge(
         and _states_beside(new, shared)
         or old.subjects
         and names_all
-        and states_a_state(old)
-        and states_a_state(new)
+        and (states_a_state(old) or _short(old) and _says_where_it_stands(old))
+        and _says_where_it_stands(new)
     ):
         # Where a ticket, a claim, a prescription stands: the later state of the same identifier is the one that
         # holds, whatever else either says (「工单…当前状态「待上门」」, weeks later 「工单…已标记为「已完工」，
-        # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"").
+        # 30天内可申请返修」; "reference CMP-10233, status "Received"", later "CMP-10233 … Status: "Closed"";
+        # "RF-2274, status: requested", later "RF-2274 is now refunded").
         return Verdict(frozenset({"status", *changed}), superseded=True)
     if _ends_validity(old, new, similarity):
         # What else the older statement gives stays as true as it was (a refund beside the coupon that expired):
@@ -412,7 +413,9 @@ def judge(
         # Two states of one matter, named as states (「目前状态「待开具」」, later 「状态是「已开具」」; "Status:
         # waiting for parts", later "Status: collected"): the later is where it stands now.
         return Verdict(frozenset({"status", *changed}), superseded=True)
-    if (names_all or not old.subjects) and alike >= PROGRESS_WORDS and progressed(old, new):
+    if (names_all or not old.subjects) and (alike >= PROGRESS_WORDS or old.subjects) and progressed(old, new):
+        # The same identifier needs no likeness of words: 「DJ-3307 目前状态是“待店长审批”」, later 「DJ-3307已经审批
+        # 通过」.
         return Verdict(frozenset({"status"}), superseded=True)  # what was not done yet is done now
     return None
 
@@ -420,7 +423,12 @@ def judge(
 #: Chinese: an act not done yet (「还没补发」, 「尚未到账」, 「未处理」), and the same act done (「已经补发了」,
 #: 「已于4月2日到账」, 「已为您处理」). The markers are the language's aspect words, a closed class; the act is
 #: whatever verb follows them, and it must be the same verb in both.
-_PENDING_ZH = re.compile(r"(?:还没有?|尚未|暂未|还未|未能|未|没有?)(?:被|给您|为您)?(?P<act>[\u4e00-\u9fff]{2})")
+_PENDING_ZH = re.compile(
+    r"(?:还没有?|尚未|暂未|还未|未能|未|没有?)(?:被|给您|为您)?(?P<act>[\u4e00-\u9fff]{2})"
+    # A state named as awaiting an act, the act last (「待店长审批」, 「待交管所受理」): who acts comes between.
+    # Not the 待 of words that do not await (期待, 接待, 对待…).
+    r"|(?<![期接招款对看虐优善])待[\u4e00-\u9fff]{0,4}?(?P<awaited>[\u4e00-\u9fff]{2})(?=[」”\"，。；,;\s]|$)"
+)
 _DONE_ZH = re.compile(r"已经?(?:于[^，。；！？]{0,12}?)?(?:被|给您|为您)?(?P<act>[\u4e00-\u9fff]{2})")
 
 
@@ -546,9 +554,9 @@ def progressed(old: Claim, new: Claim) -> bool:
     pending: 「双倍的部分还没补发」, later 「已经补发了」; "my refund hasn't been processed yet", later "your refund has
     been processed"."""
     if has_cjk(old.masked) and has_cjk(new.masked):
-        pending = {m.group("act") for m in _PENDING_ZH.finditer(old.masked)}
+        pending = {m.group("act") or m.group("awaited") for m in _PENDING_ZH.finditer(old.masked)}
         done = {m.group("act") for m in _DONE_ZH.finditer(new.masked)}
-        still = {m.group("act") for m in _PENDING_ZH.finditer(new.masked)}
+        still = {m.group("act") or m.group("awaited") for m in _PENDING_ZH.finditer(new.masked)}
     elif not (has_cjk(old.masked) or has_cjk(new.masked)):
         pending = _acts(_PENDING_EN, old.masked)
         still = _acts(_PENDING_EN, new.masked)
