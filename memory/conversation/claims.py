@@ -612,7 +612,7 @@ _ASKS = (
     (
         {"money"},
         re.compile(
-            r"多少钱|价格|价位|费用|价钱|多少元|金额|人均|(?i:\bhow\s+much\b|\bprice\b|\bcost\b|\bfee\b|\bfare\b)"
+            r"多少钱|价格|价位|费|价钱|多少元|金额|人均|(?i:\bhow\s+much\b|\bprice\b|\bcost\b|\bfee\b|\bfare\b)"
         ),
     ),
     ({"phone"}, re.compile(r"电话|手机|号码|(?i:\bphone\b|\bnumber\b)")),

@@ -621,6 +621,18 @@ def test_two_amounts_with_different_labels_are_two_facts(acme, fake_ollama):
     assert any("50000元" in c for c in _current(results)), results
 
 
+def test_a_fee_asked_for_by_its_name_stays_current_beside_a_later_change_of_something_else(acme, fake_ollama):
+    # given a course's fee, and later its training ground moved (a change that gives no amount): a question
+    # naming the fee (学费, not 价格 or 费用) asks for an amount, which the later change does not touch
+    _session(
+        acme, fake_ollama, "fee-zh",
+        [("周末班多少钱", "C1周末班学费是4680元，包含科目一到科目三的培训。"),
+         ("在哪练车", "从下个月起周末班统一改到北郊训练场练车，有免费班车接送。")],
+    )  # fmt: skip
+    results = _recall(acme, "fee-zh", "我报的周末班学费是多少？")
+    assert any("4680元" in c for c in _current(results)), results
+
+
 def test_what_was_not_done_yet_and_is_done_now_is_no_longer_current(acme, fake_ollama):
     # given the agent said the double points were not yet credited, and weeks later that they were — no id
     # names the thing, and the later statement gives other amounts
