@@ -633,6 +633,19 @@ def test_a_fee_asked_for_by_its_name_stays_current_beside_a_later_change_of_some
     assert any("4680元" in c for c in _current(results)), results
 
 
+def test_a_parcels_state_named_as_a_state_is_superseded_by_the_next_named_state(acme, fake_ollama):
+    # given a parcel in transit (「状态「运输中」」) and days later the order signed for (「状态「已签收」」), no
+    # reference number in either: two named states of one thing
+    _session(acme, fake_ollama, "states-zh", [("沙发发了吗", "已经发货了，状态「运输中」，预计本周六送到。")])
+    between = _said_at(acme, "运输中")
+    _session(acme, fake_ollama, "states-zh", [("东西收到了", "好的，订单显示已于周日签收，状态「已签收」。")])
+    results = _recall(acme, "states-zh", "我的沙发现在是什么状态？")
+    assert "已签收" in _contents(results)[0], _contents(results)
+    assert not any("运输中" in c for c in _current(results)), results
+    earlier = _recall(acme, "states-zh", "我的沙发是什么状态？", between)
+    assert any("运输中" in c for c in _current(earlier)), earlier
+
+
 def test_what_was_not_done_yet_and_is_done_now_is_no_longer_current(acme, fake_ollama):
     # given the agent said the double points were not yet credited, and weeks later that they were — no id
     # names the thing, and the later statement gives other amounts
