@@ -1005,6 +1005,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
         candidates = {pk: [e for e in earlier if e.id in among] for pk, earlier in candidates.items()}
     matters = _Matters(tenant, new)
     ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
+    changers: dict[Any, dict[str, MemoryUnit]] = {}
     matter_of: dict[Any, str | None] = {}
     claims = _Claims()
     for unit in sorted(new, key=lambda u: u.created_at):
@@ -1086,9 +1087,9 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
             if verdict is None:
                 continue
             verdicts[old_id] = verdict
-            _note_verdict(ends, matter_of, old_id, unit, verdict, matter)
+            _note_verdict(ends, changers, matter_of, old_id, unit, verdict, matter)
         for old_id, verdict in _said_again(claim, candidates.get(unit.pk, []), claims, verdicts).items():
-            _note_verdict(ends, matter_of, old_id, unit, verdict, matter)
+            _note_verdict(ends, changers, matter_of, old_id, unit, verdict, matter)
     if not ends:
         return supersede_older(tenant, later, among=frozenset(u.pk for u in written)) if later else 0
     rows = {m.pk: m for m in MemoryUnit.objects.for_tenant(tenant).select_for_update().filter(pk__in=list(ends))}
@@ -1111,15 +1112,30 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
         else:
             data = dict(row.data or {})
             changed = dict(data.get("changed") or {})
-            changed.update({attr: {"by": str(unit.pk), "at": unit.created_at.isoformat()} for attr in verdict.changed})
-            for attr in verdict.labelled:  # the same label: a question naming it asks for this attribute
+            # Each attribute keeps the newest statement that changed it, whichever batch wrote which first (an
+            # import writes a customer's sessions in any order): what holds does not depend on the order.
+            kept = set()
+            for attr in verdict.changed:
+                by = changers.get(old_id, {}).get(attr, unit)
+                was = changed.get(attr)
+                if isinstance(was, dict) and was.get("at") and datetime.fromisoformat(was["at"]) > by.created_at:
+                    continue
+                changed[attr] = {"by": str(by.pk), "at": by.created_at.isoformat()}
+                kept.add(attr)
+            if not kept:
+                continue  # each attribute had been changed by a later statement already
+            for attr in verdict.labelled & kept:  # the same label: a question naming it asks for this attribute
                 changed[attr]["labelled"] = True
             for old_term, new_term in verdict.terms:  # what replaced it, and in which matter (recall reads both)
-                changed[f"{TERM}{old_term}"].update({"to": new_term, "matter": matter_of.get(old_id)})
+                if f"{TERM}{old_term}" in kept:
+                    changed[f"{TERM}{old_term}"].update({"to": new_term, "matter": matter_of.get(old_id)})
             data["changed"] = changed
             row.data = data
             row.save(update_fields=["data"])
-            note = f"{', '.join(sorted(verdict.changed))} changed by {unit.pk}"
+            by_changer: dict[str, list[str]] = {}
+            for attr in sorted(kept):
+                by_changer.setdefault(changed[attr]["by"], []).append(attr)
+            note = "; ".join(f"{', '.join(attrs)} changed by {pk}" for pk, attrs in by_changer.items())
             events.append(event_row(row, Kind.EDIT, audit.SYSTEM, before=before, after=snapshot(row), note=note))
     insert_events(events)
     if later:
@@ -1139,6 +1155,7 @@ def _with_named(verdict: Verdict | None, named: tuple[tuple[str, str], ...]) -> 
 
 def _note_verdict(
     ends: dict[Any, tuple[MemoryUnit, Verdict]],
+    changers: dict[Any, dict[str, MemoryUnit]],
     matter_of: dict[Any, str | None],
     old_id: Any,
     unit: MemoryUnit,
@@ -1146,10 +1163,11 @@ def _note_verdict(
     matter: str | None,
 ) -> None:
     """Record what ``unit`` does to an earlier unit: a supersession wins over a change in part; changes in part
-    add up, the first unit that changed each keeping it."""
+    add up, each attribute keeping the newest unit that changed it (``changers``): what holds now in its place."""
     was = ends.get(old_id)
     if was is None or (verdict.superseded and not was[1].superseded):
         ends[old_id] = (unit, verdict)
+        changers[old_id] = dict.fromkeys(verdict.changed, unit)
     elif not was[1].superseded:
         merged = Verdict(
             was[1].changed | verdict.changed,
@@ -1158,6 +1176,9 @@ def _note_verdict(
             labelled=was[1].labelled | verdict.labelled,
         )
         ends[old_id] = (was[0], merged)
+        for attr in verdict.changed:  # each attribute keeps the newest unit that changed it, not the first unit's
+            if attr not in changers[old_id] or unit.created_at >= changers[old_id][attr].created_at:
+                changers[old_id][attr] = unit
     if verdict.terms:
         matter_of[old_id] = matter
 

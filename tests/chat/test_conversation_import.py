@@ -354,3 +354,34 @@ def test_a_later_state_imported_before_the_earlier_still_holds(acme, fake_ollama
     assert not any("待上门" in m["content"] for m in recalled if m["current"]), recalled
     then = _recall(acme, "cust-9", "工单GD2024061188什么状态？", as_of=_at(-5))
     assert any("待上门" in m["content"] and m["current"] for m in then), then
+
+
+def test_each_changed_word_is_credited_to_the_statement_that_changed_it(acme, fake_ollama):
+    # given a car said to be a 2019 Lavida with 68,000 km, and weeks later, in one imported conversation, first the
+    # mileage corrected and then the model: the audit trail (the data export) credits each change to its own
+    # statement, not both to the first one written
+    older = _conversation("car-1", -20, [("user", "我想买辆二手车，2019年的大众朗逸，表显里程6.8万公里。")])
+    newer = _conversation(
+        "car-2",
+        -3,
+        [("user", "里程我上次说错了，是8.6万公里，不是6.8万。"), ("agent", "好的，已更正。"),
+         ("user", "还有，车其实是途观，不是朗逸，卖家之前发错照片了。"), ("agent", "好的，已记下。")],
+    )  # fmt: skip
+    assert _import(acme, "cust-car", older).status_code == 202
+    _worker()
+    assert _import(acme, "cust-car", newer).status_code == 202
+    _worker()
+
+    exported = json.loads(b"".join(acme.client.get("/api/v1/end-users/cust-car/export").streaming_content))
+    content = {m["id"]: m["content"] for m in exported["memories"]}
+    car = next(i for i, c in content.items() if "大众朗逸" in c)
+    notes = [e["note"] for e in exported["memory_events"] if e["memory_id"] == car and "changed by" in e["note"]]
+    credited = {
+        attr.strip(): content[by.strip()]
+        for note in notes
+        for part in note.split(";")
+        for attrs, by in [part.split("changed by")]
+        for attr in attrs.split(",")
+    }
+    assert "途观" in credited["term:朗逸"], credited
+    assert "8.6万" in credited["term:6.8万"], credited
