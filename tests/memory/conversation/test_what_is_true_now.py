@@ -692,28 +692,38 @@ def test_a_refund_not_processed_yet_and_processed_now_is_no_longer_current(globe
     assert "hasn't been processed" not in _as_current(prompt), prompt
 
 
+def _assert_a_later_state_holds(
+    ctx: TenantCtx, fake: Any, end_user: str, first: tuple[str, str], later: tuple[str, str],
+    states: tuple[str, str], asked: tuple[str, str, str],
+) -> None:  # fmt: skip
+    """Two sessions, ``first`` then ``later`` (customer, agent), whose replies give the earlier and the later
+    of ``states``: asked now (``asked[0]``) the later comes first and the earlier is not current; asked as of a
+    moment between the two (``asked[1]``) the earlier is current; the next prompt (``asked[2]``) gives the later
+    and does not present the earlier as current."""
+    old, new = states
+    _session(ctx, fake, end_user, [first])
+    between = _said_at(ctx, old)
+    _session(ctx, fake, end_user, [later])
+    results = _recall(ctx, end_user, asked[0])
+    assert new in _contents(results)[0], _contents(results)
+    assert not any(old in c for c in _current(results)), results
+    earlier = _recall(ctx, end_user, asked[1], between)
+    assert any(old in c for c in _current(earlier)), earlier
+    prompt = _next_prompt(ctx, fake, end_user, asked[2])
+    assert new in prompt, prompt
+    assert old not in _as_current(prompt), prompt
+
+
 def test_an_application_awaiting_approval_and_later_approved_is_no_longer_pending(acme, fake_ollama):
     # given a leave application whose state awaits the manager's approval (「待…审批」), and later the same
     # application approved — the later statement names no state as a state, and the words are unlike
-    _session(
+    _assert_a_later_state_holds(
         acme, fake_ollama, "awaiting-zh",
-        [("我想申请停卡一个月", "可以停卡，最长90天。已提交停卡申请，单号TK-5821，目前状态是“待经理审批”。")],
+        ("我想申请停卡一个月", "可以停卡，最长90天。已提交停卡申请，单号TK-5821，目前状态是“待经理审批”。"),
+        ("停卡批了吗", "TK-5821已经审批通过，停卡期间会员有效期自动顺延。"),
+        ("待经理审批", "审批通过"),
+        ("TK-5821现在批下来了吗？", "TK-5821批下来了吗？", "我的停卡申请TK-5821怎么样了？"),
     )  # fmt: skip
-    between = _said_at(acme, "待经理审批")
-    _session(
-        acme, fake_ollama, "awaiting-zh",
-        [("停卡批了吗", "TK-5821已经审批通过，停卡期间会员有效期自动顺延。")],
-    )  # fmt: skip
-
-    # then the waiting is no longer current and the approval comes first; asked as of before, it was current
-    results = _recall(acme, "awaiting-zh", "TK-5821现在批下来了吗？")
-    assert "审批通过" in _contents(results)[0], _contents(results)
-    assert not any("待经理审批" in c for c in _current(results)), results
-    earlier = _recall(acme, "awaiting-zh", "TK-5821批下来了吗？", between)
-    assert any("待经理审批" in c for c in _current(earlier)), earlier
-    prompt = _next_prompt(acme, fake_ollama, "awaiting-zh", "我的停卡申请TK-5821怎么样了？")
-    assert "审批通过" in prompt, prompt
-    assert "待经理审批" not in _as_current(prompt), prompt
 
 
 def test_a_state_that_is_only_awaited_in_another_word_is_not_pending(acme, fake_ollama):
@@ -728,26 +738,15 @@ def test_a_state_that_is_only_awaited_in_another_word_is_not_pending(acme, fake_
 def test_a_refunds_requested_state_is_superseded_by_its_later_state_in_other_words(globex, fake_ollama):
     # given a refund reference with the status "requested", then the same reference said to be "now refunded"
     # (no status word, no quotes)
-    _session(
+    _assert_a_later_state_holds(
         globex, fake_ollama, "refund-state-en",
-        [("Please cancel the extra luggage I added",
-          "Done, the £25 luggage add-on is cancelled. Refund RFD-8810, status: requested.")],
+        ("Please cancel the extra luggage I added",
+         "Done, the £25 luggage add-on is cancelled. Refund RFD-8810, status: requested."),
+        ("Has my luggage money come back?", "RFD-8810 is now refunded to your card."),
+        ("status: requested", "now refunded"),
+        ("What is the status of refund RFD-8810 now?", "What is the status of refund RFD-8810?",
+         "Where is refund RFD-8810 at?"),
     )  # fmt: skip
-    between = _said_at(globex, "status: requested")
-    _session(
-        globex, fake_ollama, "refund-state-en",
-        [("Has my luggage money come back?", "RFD-8810 is now refunded to your card.")],
-    )  # fmt: skip
-
-    # then "requested" is history: the refund comes first and the prompt does not present the old state
-    results = _recall(globex, "refund-state-en", "What is the status of refund RFD-8810 now?")
-    assert "now refunded" in _contents(results)[0], _contents(results)
-    assert not any("status: requested" in c for c in _current(results)), results
-    earlier = _recall(globex, "refund-state-en", "What is the status of refund RFD-8810?", between)
-    assert any("status: requested" in c for c in _current(earlier)), earlier
-    prompt = _next_prompt(globex, fake_ollama, "refund-state-en", "Where is refund RFD-8810 at?")
-    assert "now refunded" in prompt, prompt
-    assert "status: requested" not in _as_current(prompt), prompt
 
 
 def test_an_english_act_done_for_something_else_leaves_the_pending_one_current(globex, fake_ollama):
