@@ -545,6 +545,11 @@ def _says_where_it_stands(claim: Claim) -> bool:
 _NOW_STATE = re.compile(r"(?i)\b(?:is|are)\s+now\s+(?!the\b|a\b|an\b)[a-z]+|(?:现在|目前)(?:是|已经?|处于)")
 
 
+def _pending_zh(masked: str) -> set[str]:
+    """The acts a Chinese text says are not done yet, or that a state awaits (``_PENDING_ZH``)."""
+    return {m.group("act") or m.group("awaited") for m in _PENDING_ZH.finditer(masked)}
+
+
 def _acts(pattern: re.Pattern[str], masked: str) -> set[str]:
     return {stem(m.group("act").lower()) for m in pattern.finditer(masked)}
 
@@ -554,9 +559,9 @@ def progressed(old: Claim, new: Claim) -> bool:
     pending: 「双倍的部分还没补发」, later 「已经补发了」; "my refund hasn't been processed yet", later "your refund has
     been processed"."""
     if has_cjk(old.masked) and has_cjk(new.masked):
-        pending = {m.group("act") or m.group("awaited") for m in _PENDING_ZH.finditer(old.masked)}
+        pending = _pending_zh(old.masked)
         done = {m.group("act") for m in _DONE_ZH.finditer(new.masked)}
-        still = {m.group("act") or m.group("awaited") for m in _PENDING_ZH.finditer(new.masked)}
+        still = _pending_zh(new.masked)
     elif not (has_cjk(old.masked) or has_cjk(new.masked)):
         pending = _acts(_PENDING_EN, old.masked)
         still = _acts(_PENDING_EN, new.masked)
@@ -1116,7 +1121,7 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
             # import writes a customer's sessions in any order): what holds does not depend on the order.
             kept = set()
             for attr in verdict.changed:
-                by = changers.get(old_id, {}).get(attr, unit)
+                by = changers[old_id][attr]
                 was = changed.get(attr)
                 if isinstance(was, dict) and was.get("at") and datetime.fromisoformat(was["at"]) > by.created_at:
                     continue
