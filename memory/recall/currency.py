@@ -5,13 +5,14 @@ overtakes it (``current_first``)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
 
 from conversations.models import ChatSession
-from memory.conversation.claims import asked_attrs, claim_of, names_label
+from memory.conversation.claims import asked_attrs, claim_of, label_of, names_label, states_criterion
 from memory.conversation.supersede import TERM
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
@@ -156,13 +157,16 @@ def _asks_term(asked: set[str], named: set[str], change: dict[str, Any]) -> bool
     return not named or matter is None or matter in named
 
 
-# Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only).
+# Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only) and
+# whether the two were said in one conversation (their messages' session).
 # Strictly older: the units of one message share its moment, and neither overtakes the other.
 _PAIRS_SQL = """
-SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)
+SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding), am.session_id IS NOT DISTINCT FROM bm.session_id
 FROM memory_memoryunit a
 JOIN memory_memoryunit b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s) AND b.embedding_model = a.embedding_model
      AND b.created_at > a.created_at
+LEFT JOIN chat_message am ON am.tenant_id = a.tenant_id AND am.id = a.source_message_id
+LEFT JOIN chat_message bm ON bm.tenant_id = b.tenant_id AND bm.id = b.source_message_id
 WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL
 """
 
@@ -206,7 +210,7 @@ def overtaken(
                 attrs[pk] = set(claim_of(by_id[pk].content).attrs)
         return attrs[pk]
 
-    for older, newer, similarity in pairs:
+    for older, newer, similarity, _ in pairs:
         if older in naming and newer not in naming:
             continue
         if asked and (asked & attrs_of(older)) and not (asked & attrs_of(older) & attrs_of(newer)):
@@ -219,6 +223,117 @@ def overtaken(
             if older not in best or rank > best[older]:
                 overtaken[older], best[older] = newer, rank
     return overtaken
+
+
+def _values_by_attr(memory: MemoryUnit) -> dict[str, set[str]]:
+    """Each attribute a unit gives, with the normalised values it gives it (what the writer stored in
+    ``data["about"]``; a unit written before it did is read again)."""
+    about = (memory.data or {}).get("about")
+    if about is None:
+        return claim_of(memory.content).attrs
+    out: dict[str, set[str]] = {}
+    for v in about.get("values", []):
+        out.setdefault(v["attr"], set()).add(str(v.get("value")))
+    return out
+
+
+#: A newer unit answers anew for an older one only from this many places of the ranking: one the question's words
+#: hardly found is about something else (a painting job's time is not the leak repair's).
+ANEW_PLACES = 10
+#: At most this many values of the attribute asked on either side (one value, or a range's two ends): of a
+#: statement giving several amounts, which one the question asks for is not known.
+ONE_VALUE = 2
+
+
+#: An English bound of a value ("arrive by 11:30", "leave after 17:00", "under £50"): what is wanted.
+_BOUND_EN = re.compile(
+    r"(?i)\b(?:after|before|by|until|till|no later than|no earlier than|at the latest|at least|at most|under|over"
+    r"|more than|less than|between)\s+[£$€]?\d"
+)
+
+
+def wants_bound(text: str) -> bool:
+    """Whether ``text`` gives a range or a bound of a value (「400-500元之间」, "arrive by 11:30"): what is wanted,
+    not what a thing is."""
+    return states_criterion(text) or bool(_BOUND_EN.search(text))
+
+
+def _labels(text: str, attrs: dict[str, set[str]]) -> dict[str, frozenset[str]]:
+    """The English words labelling each of ``attrs``'s values in ``text`` (``claims.label_of``): "book it for 13:15"
+    labels its time *book*, "leaving at 9:17" *leaving*. Chinese labels are left out: the characters just before a
+    value are as often the agent's 「已为您改到」 as what the value is of."""
+    claim = claim_of(text)
+    out: dict[str, frozenset[str]] = {}
+    for value in claim.values:
+        if value.attr in attrs:
+            english = {w for w in label_of(claim, value) if w.isascii()}
+            out[value.attr] = out.get(value.attr, frozenset()) | english
+    return {a: out.get(a, frozenset()) for a in attrs}
+
+
+def _one_matter(
+    subjects: set[str],
+    newer_subjects: set[str],
+    one_conversation: bool,
+    matters: set[str],
+    newer_matters: set[str],
+    named: set[str],
+) -> bool:
+    """Whether an older and a newer statement are about one thing, for ``answered_anew``: they name no different
+    identifiers; they were said in one conversation, or name the same identifier (another conversation is another
+    matter: a train's time to leave and a taxi's); the newer names no matter the older does not, nor one other than
+    the question's (``named``): a hotel's price range and an attraction's are two attributes of one kind."""
+    if subjects and newer_subjects and not subjects & newer_subjects:
+        return False
+    if not one_conversation and not subjects & newer_subjects:
+        return False
+    if matters and newer_matters - matters:
+        return False
+    return not (named and newer_matters and not named & newer_matters)
+
+
+def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], named: set[str]) -> dict[Any, Any]:
+    """For a question asking for the attributes ``asked`` (``claims.asked_attrs``) and naming the matters ``named``:
+    the units among ``units`` (ranked) that a newer one answers anew, each with the newest that does. A newer unit
+    answers anew for an older one when it gives an asked attribute another value — no value in common, at most
+    ``ONE_VALUE`` on either side, and in English labelled by a common word where both are labelled ("book it for
+    13:15" and "leaving at 9:17" are two events' times) — is at least ``asked_similarity`` similar, ranks among
+    the first ``ANEW_PLACES``, is about the same thing (``_one_matter``), and wants a value (a range, a bound) just
+    when the older does: "catering for about 45 guests", then "For 52 guests we'll send 3 staff" answers "how many
+    guests" anew, though neither says it changes anything."""
+    threshold = float(tuning().asked_similarity)
+    if not asked or threshold > 1 or len(units) < 2:
+        return {}
+    by_id = {u.pk: u for u in units}
+    place = {u.pk: i for i, u in enumerate(units)}
+    values = {u.pk: {a: v for a, v in _values_by_attr(u).items() if a in asked} for u in units}
+    if sum(1 for v in values.values() if v) < 2:
+        return {}
+    wants = {u.pk: wants_bound(u.content) for u in units if values[u.pk]}
+    labels = {u.pk: _labels(u.content, values[u.pk]) for u in units if values[u.pk]}
+    matters = {u.pk: named_domains(u.content) for u in units if values[u.pk]}
+    subjects = {u.pk: set(((u.data or {}).get("about") or {}).get("subjects") or []) for u in units}
+    with connection.cursor() as cursor:
+        cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units if values[u.pk]]})
+        pairs = cursor.fetchall()
+    out: dict[Any, Any] = {}
+    for older, newer, similarity, one_conversation in pairs:
+        if similarity < threshold or not values[older] or not values[newer] or place[newer] >= ANEW_PLACES:
+            continue
+        if not _one_matter(subjects[older], subjects[newer], one_conversation, matters[older], matters[newer], named):
+            continue
+        if wants[older] != wants[newer]:
+            continue  # what is wanted (a range, a bound) is answered by what a thing is, not replaced by it
+        anew = any(
+            not values[older][a] & values[newer][a]
+            and len(values[older][a]) <= ONE_VALUE
+            and len(values[newer][a]) <= ONE_VALUE
+            and not (labels[older][a] and labels[newer][a] and not labels[older][a] & labels[newer][a])
+            for a in values[older].keys() & values[newer].keys()
+        )
+        if anew and (older not in out or by_id[newer].created_at > by_id[out[older]].created_at):
+            out[older] = newer
+    return out
 
 
 def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[RecallHit]:
@@ -367,6 +482,17 @@ def current_first(
         asked=asked_attrs(query) if query else None,
     )
     current = _after_overtakers(current, overtakers)
+    if query and not about_past(query):
+        anew = answered_anew(
+            tenant,
+            [h.memory for h in current if is_conversation_key(h.memory.key)],
+            asked_attrs(query),
+            named_domains(query),
+        )
+        for hit in current:
+            if hit.memory.pk in anew:
+                hit.stale = True
+        current = [h for h in current if h.memory.pk not in anew] + [h for h in current if h.memory.pk in anew]
     if tuning().overtaken_last:
         # What a later statement says it changed (``data["update"]``) follows every current hit; what is merely
         # older stays beside what overtook it.

@@ -62,6 +62,12 @@ class RecallTuning:
     now_similarity: float = 0.35
     #: Where an overtaken unit goes: False, just after the unit that overtook it; True, after every current hit.
     overtaken_last: bool = False
+    #: For a question asking for an attribute (``claims.asked_attrs``), an older candidate unit giving it a value
+    #: that a newer one of the same conversation, at least this similar, gives another value is stale for the
+    #: question and ranks after every current hit (``currency.answered_anew``, where the other conditions are).
+    #: Above 1: off. 0.25 to 0.35 mark the same units on the fit halves; the conditions, not the similarity,
+    #: decide (bench/RESULTS.md).
+    asked_similarity: float = 0.35
     #: Which conversation units stating a value that is no longer current rank after the current hits:
     #: "topic", those whose out-of-date value the query asks about (``memory.conversation.units.KEY_TOPICS``);
     #: "any", every one, whatever the query asks.

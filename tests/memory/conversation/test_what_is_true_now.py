@@ -1479,3 +1479,99 @@ def test_an_invoice_state_named_later_replaces_the_earlier_state(acme, fake_olla
         acme, fake_ollama, "invoice-zh", [("发票好了吗", "您好，发票已经开好了，状态是「已开具」，已发到您的邮箱。")]
     )
     _assert_replaced(acme, "invoice-zh", "我的发票开出来了吗？", "已开具", "待开具")
+
+
+# --- another value of what the question asks, said later about the same thing ----------------------------------
+
+
+def test_a_number_of_guests_said_again_later_is_what_the_question_gets(globex, fake_ollama):
+    # given a party's guests counted once and, later in the conversation, counted again with no word of change
+    _session(
+        globex, fake_ollama, "guests-en",
+        [("Hello, I'm organising my mum's 60th and want catering for about 45 guests.",
+          "Lovely! A buffet for a family party is one of our favourites."),
+         ("Do you bring plates and cutlery?", "Yes, all crockery and cutlery is included."),
+         ("What staff do you send?", "For 52 guests we'll send 3 staff: a chef and two servers.")],
+    )  # fmt: skip
+    between = _said_at(globex, "about 45 guests")
+    # when the customer asks how many guests the catering is for
+    results = _recall(globex, "guests-en", "How many guests is the catering for?")
+    # then the later number answers, and the first is not among the first five
+    assert any("52 guests" in c for c in _current(results)), results
+    assert not any("45 guests" in c for c in _contents(results)), results
+    # and as of a moment between the two, the first number was the answer
+    then = _recall(globex, "guests-en", "How many guests is the catering for?", between)
+    assert any("45 guests" in c for c in _current(then)), then
+    # and the next prompt carries the later number as current
+    prompt = _as_current(_next_prompt(globex, fake_ollama, "guests-en", "How many guests is the catering for?"))
+    assert "52 guests" in prompt, prompt
+    assert "45 guests" not in prompt, prompt
+
+
+def test_a_delivery_time_said_again_later_is_what_the_question_gets(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "slot-zh",
+        [("沙发什么时候送？", "已经发货了，预计本周六送到，时间段上午9点到12点。"),
+         ("能不能帮忙搬上楼？", "可以的，师傅会帮您搬到家里。"),
+         ("周六我们不在家", "没问题，本周日下午2点到6点送货，届时请保持电话畅通。")],
+    )  # fmt: skip
+    between = _said_at(acme, "上午9点到12点")
+    results = _recall(acme, "slot-zh", "送货最后约的是哪天什么时间段？")
+    _assert_current_first(results, "下午2点到6点", "上午9点到12点")
+    assert not any("上午9点到12点" in c for c in _contents(results)), results
+    then = _recall(acme, "slot-zh", "送货约的是哪天什么时间段？", between)
+    assert any("上午9点到12点" in c for c in _current(then)), then
+    prompt = _as_current(_next_prompt(acme, fake_ollama, "slot-zh", "送货是什么时间？"))
+    assert "下午2点到6点" in prompt, prompt
+    assert "上午9点到12点" not in prompt, prompt
+
+
+def test_a_time_wanted_in_another_conversation_is_another_matters(globex, fake_ollama):
+    # a train's departures after 13:00 in one conversation, a taxi to leave after 17:00 in another, neither
+    # naming what it is for: the later time does not answer anew for the first
+    _session(
+        globex, fake_ollama, "times-en",
+        [("I'd like to leave after 13:00 for 5 people.", "There are several departures after 13:00."),
+         ("The earliest one, please.", "Booked, reference TR2512.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "times-en",
+        [("Hello again, something else today.", "Of course, how can I help?"),
+         ("I need to make sure I leave after 17:00.", "Noted, a car will be there at 17:00.")],
+    )  # fmt: skip
+    results = _recall(globex, "times-en", "What time did I want to leave?", k=10)
+    assert any("several departures after 13:00" in c for c in _current(results)), results
+
+
+def test_two_events_times_labelled_by_different_words_are_two_facts(globex, fake_ollama):
+    # a table booked for 13:15, then a train leaving at 9:17 in the same conversation: a time each, two events
+    _session(
+        globex, fake_ollama, "events-en",
+        [("Can you try to book the table for 13:15?", "Done, your table is booked, reference LPYDMTDI."),
+         ("I also need a train to London tomorrow morning.", "Certainly, where from?"),
+         ("From Cambridge, please.", "The closest I found is TR3899 leaving at 9:17, would that work?")],
+    )  # fmt: skip
+    results = _recall(globex, "events-en", "What time is my table booked for?", k=10)
+    assert any("table for 13:15" in c for c in _current(results)), results
+
+
+def test_a_range_wanted_for_one_matter_is_not_answered_by_anothers(acme, fake_ollama):
+    # a hotel's price range and, later, an attraction's ticket range: two amounts of one kind, two matters
+    _session(
+        acme, fake_ollama, "ranges-zh",
+        [("晚上我需要找一个酒店入住，帮我推荐一个价格在400-500元之间的酒店。", "推荐您如家精选酒店，评分4.6分。"),
+         ("再帮我推荐一个票价在100-150元之间的景点吧。", "推荐您去颐和园，评分4.7分。")],
+    )  # fmt: skip
+    results = _recall(acme, "ranges-zh", "我要找的酒店价格是多少？")
+    assert any("400-500元" in c for c in _current(results)), results
+
+
+def test_a_range_wanted_is_not_replaced_by_the_price_of_what_answers_it(acme, fake_ollama):
+    # what the customer wants (a price range) is answered, a turn later, by what a hotel costs: not replaced
+    _session(
+        acme, fake_ollama, "budget-zh",
+        [("帮我推荐一个最低价格700-800元的经济型酒店。", "好的，正在为您查询。"),
+         ("查到了吗？", "帮您查到一个价格775元的经济型酒店，名字是飘HOME连锁酒店。")],
+    )  # fmt: skip
+    results = _recall(acme, "budget-zh", "我要找的酒店价格是多少？")
+    assert any("700-800元" in c for c in _current(results)), results
