@@ -107,7 +107,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 #: Counts: a number and what it counts. Chinese: a measure word (「4个人」, 「两晚」, 「3张」); English: the noun after
 #: the number ("6 people", "2 nights").
 _COUNT_ZH = re.compile(
-    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟)"
+    rf"(?P<n>\d+(?:\.\d+)?|[{_CN_DIGITS}]{{1,3}})\s*(?P<m>个人|位|名|个月|个|晚|夜|天|小时|分钟|张|间|间房|次|件|台|份|套|星级|星|岁|口人|人|分(?!钟)"
     r"|兆|公斤|千克|斤|毫克|克|毫升|升|公里|千米|平方米|平米|米|英寸|寸|度)"
 )
 #: Chinese measure words that are units written in Latin letters as well: one attribute either way.
@@ -158,6 +158,7 @@ _COUNT_NOUNS_EN = {"person": "people", "persons": "people", "guests": "people", 
 COUNTED_WORDS_EN = frozenset(_COUNT_NOUNS_EN)
 _COUNT_MEASURES_ZH = {
     "个人": "人",
+    "个月": "月",
     "位": "人",
     "名": "人",
     "口人": "人",
@@ -592,14 +593,14 @@ def masked_similarity(a: Claim, b: Claim) -> float:
 
 _ASKS_COUNT_EN = re.compile(r"(?i)\bhow\s+many\s+(?P<m>[a-z]+)|\bnumber\s+of\s+(?P<m2>[a-z]+)")
 _ASKS_COUNT_ZH = re.compile(
-    r"(?:几|多少)\s*个?(?P<m>小时|分钟)|(?:几|多少)\s*(?P<m2>个人|位|名|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟)"
+    r"(?:几|多少)\s*个?(?P<m>小时|分钟)|(?:几|多少)\s*(?P<m2>个人|位|名|个月|个|晚|夜|天|张|间|次|件|台|份|套|星|人|分(?!钟)"
     r"|兆|公斤|千克|斤|毫克|克|毫升|升|公里|千米|平方米|平米|米|英寸|寸|度)"
 )
 _ASKS = (
-    # how long: a duration is a count of hours, minutes or days (「能玩3小时 - 4小时」, "2 nights"; an English
-    # count of hours is a clock time, not a count)
+    # how long: a duration is a count of hours, minutes, days, weeks or months (「能玩3小时 - 4小时」, "2 nights",
+    # "valid for 6 months", 「有效期3个月」; an English count of hours is a clock time, not a count)
     (
-        {"count:小时", "count:分钟", "count:天", "count:day", "count:night", "count:week"},
+        {"count:小时", "count:分钟", "count:天", "count:月", "count:day", "count:night", "count:week", "count:month"},
         re.compile(r"多长时间|多久|多长|(?i:\bhow\s+long\b)"),
     ),
     (

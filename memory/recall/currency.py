@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection
 
 from conversations.models import ChatSession
-from memory.conversation.claims import asked_attrs, claim_of, label_of, names_label, states_criterion
+from memory.conversation.claims import asked_attrs, claim_of, clause_label, names_label, states_criterion
 from memory.conversation.supersede import TERM
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
@@ -158,17 +158,25 @@ def _asks_term(asked: set[str], named: set[str], change: dict[str, Any]) -> bool
 
 
 # Pairs of candidate units, the older first, with the cosine similarity of their vectors (same model only) and
-# whether the two were said in one conversation (their messages' session).
-# Strictly older: the units of one message share its moment, and neither overtakes the other.
-_PAIRS_SQL = """
+# whether the two were said in one conversation (their messages' session). ``{later}``: what makes ``b`` the newer.
+_PAIRS_TEMPLATE = """
 SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding), am.session_id IS NOT DISTINCT FROM bm.session_id
 FROM memory_memoryunit a
 JOIN memory_memoryunit b ON b.tenant_id = a.tenant_id AND b.id = ANY(%(ids)s) AND b.embedding_model = a.embedding_model
-     AND b.created_at > a.created_at
+     AND b.id <> a.id
 LEFT JOIN chat_message am ON am.tenant_id = a.tenant_id AND am.id = a.source_message_id
 LEFT JOIN chat_message bm ON bm.tenant_id = b.tenant_id AND bm.id = b.source_message_id
 WHERE a.tenant_id = %(tenant)s AND a.id = ANY(%(ids)s) AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL
+      AND ({later})
 """
+# Strictly older: the units of one message share its moment, and neither overtakes the other.
+_PAIRS_SQL = _PAIRS_TEMPLATE.format(later="b.created_at > a.created_at")
+# Older, or said before in the same turn: a customer's message and the agent's reply to it share their turn's moment,
+# and the reply ("6 months, not 3") comes after.
+_SAID_BEFORE_SQL = _PAIRS_TEMPLATE.format(
+    later="b.created_at > a.created_at"
+    " OR b.created_at = a.created_at AND am.session_id = bm.session_id AND bm.seq > am.seq"
+)
 
 
 def overtaken(
@@ -258,15 +266,20 @@ def wants_bound(text: str) -> bool:
     return states_criterion(text) or bool(_BOUND_EN.search(text))
 
 
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
 def _labels(text: str, attrs: dict[str, set[str]]) -> dict[str, frozenset[str]]:
-    """The English words labelling each of ``attrs``'s values in ``text`` (``claims.label_of``): "book it for 13:15"
-    labels its time *book*, "leaving at 9:17" *leaving*. Chinese labels are left out: the characters just before a
+    """The English words labelling each of ``attrs``'s values in ``text`` (``claims.clause_label``, singular): "book it
+    for 13:15" labels its time *book*, "leaving at 9:17" *leaving*, "our 10-class packs are valid for 6 months" its
+    months *class*, *pack*, *valid*. Chinese labels are left out: the characters just before a
     value are as often the agent's 「已为您改到」 as what the value is of."""
     claim = claim_of(text)
     out: dict[str, frozenset[str]] = {}
     for value in claim.values:
         if value.attr in attrs:
-            english = {w for w in label_of(claim, value) if w.isascii()}
+            english = {_singular(w) for w in clause_label(claim, value) if w.isascii()}
             out[value.attr] = out.get(value.attr, frozenset()) | english
     return {a: out.get(a, frozenset()) for a in attrs}
 
@@ -314,9 +327,10 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
     matters = {u.pk: named_domains(u.content) for u in units if values[u.pk]}
     subjects = {u.pk: set(((u.data or {}).get("about") or {}).get("subjects") or []) for u in units}
     with connection.cursor() as cursor:
-        cursor.execute(_PAIRS_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units if values[u.pk]]})
+        cursor.execute(_SAID_BEFORE_SQL, {"tenant": tenant.pk, "ids": [u.pk for u in units if values[u.pk]]})
         pairs = cursor.fetchall()
     out: dict[Any, Any] = {}
+    best: dict[Any, tuple[Any, float]] = {}
     for older, newer, similarity, one_conversation in pairs:
         if similarity < threshold or not values[older] or not values[newer] or place[newer] >= ANEW_PLACES:
             continue
@@ -331,8 +345,8 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
             and not (labels[older][a] and labels[newer][a] and not labels[older][a] & labels[newer][a])
             for a in values[older].keys() & values[newer].keys()
         )
-        if anew and (older not in out or by_id[newer].created_at > by_id[out[older]].created_at):
-            out[older] = newer
+        if anew and (older not in out or (by_id[newer].created_at, similarity) > best[older]):
+            out[older], best[older] = newer, (by_id[newer].created_at, similarity)
     return out
 
 

@@ -1526,6 +1526,30 @@ def test_a_delivery_time_said_again_later_is_what_the_question_gets(acme, fake_o
     assert "上午9点到12点" not in prompt, prompt
 
 
+def test_how_long_asks_for_a_duration_in_months(globex, fake_ollama):
+    # the customer's check gives 3 months, the agent's answer 6: "how long" asks for a duration in months too
+    _session(
+        globex, fake_ollama, "months-en",
+        [("Hi, my 10-class pack lasts 3 months, right? I want to use it in time.",
+          "Actually, our 10-class packs are valid for 6 months from purchase.")],
+    )  # fmt: skip
+    _session(globex, fake_ollama, "months-en", [("Thanks, see you Tuesday.", "See you then!")])
+    results = _recall(globex, "months-en", "How long have I got to use up my class pack?")
+    assert any("6 months" in c for c in _current(results)), results
+    assert not any("3 months" in c for c in _current(results)), results
+
+
+def test_how_long_asks_for_a_duration_in_months_in_chinese(acme, fake_ollama):
+    _session(
+        acme, fake_ollama, "months-zh",
+        [("我的次卡是3个月内用完对吧？", "不是的，次卡的使用期限是6个月，从购买之日算起。")],
+    )  # fmt: skip
+    _session(acme, fake_ollama, "months-zh", [("好的，谢谢。", "不客气！")])
+    results = _recall(acme, "months-zh", "我的次卡能用几个月？")
+    assert any("6个月" in c for c in _current(results)), results
+    assert not any("3个月" in c for c in _current(results)), results
+
+
 def test_a_time_wanted_in_another_conversation_is_another_matters(globex, fake_ollama):
     # a train's departures after 13:00 in one conversation, a taxi to leave after 17:00 in another, neither
     # naming what it is for: the later time does not answer anew for the first
