@@ -209,13 +209,8 @@ def overtaken(
     attrs: dict[Any, set[str]] = {}
 
     def attrs_of(pk: Any) -> set[str]:
-        # The writer stored what the unit states (data["about"]); a unit written before it did is read again.
         if pk not in attrs:
-            about = (by_id[pk].data or {}).get("about")
-            if about is not None:
-                attrs[pk] = {v["attr"] for v in about.get("values", [])}
-            else:
-                attrs[pk] = set(claim_of(by_id[pk].content).attrs)
+            attrs[pk] = set(_values_by_attr(by_id[pk]))
         return attrs[pk]
 
     for older, newer, similarity, _ in pairs:
@@ -488,20 +483,18 @@ def current_first(
         hit.stale = hit.memory.pk in stale
     changers, brought = _holders(tenant, session, kept, stale, as_of)
     current = _changers_in_place(kept + brought, changers)
+    asked = asked_attrs(query) if query else None
     overtakers = overtaken(
         tenant,
         [h.memory for h in current if is_conversation_key(h.memory.key)],
         about_now=about_now,
         identifiers=query_identifiers(query) if query else None,
-        asked=asked_attrs(query) if query else None,
+        asked=asked,
     )
     current = _after_overtakers(current, overtakers)
-    if query and not about_past(query):
+    if query and asked and not about_past(query):
         anew = answered_anew(
-            tenant,
-            [h.memory for h in current if is_conversation_key(h.memory.key)],
-            asked_attrs(query),
-            named_domains(query),
+            tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], asked, named_domains(query)
         )
         for hit in current:
             if hit.memory.pk in anew:
