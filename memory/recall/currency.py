@@ -308,13 +308,17 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
     13:15" and "leaving at 9:17" are two events' times) — is at least ``asked_similarity`` similar, ranks among
     the first ``ANEW_PLACES``, is about the same thing (``_one_matter``), and wants a value (a range, a bound) just
     when the older does: "catering for about 45 guests", then "For 52 guests we'll send 3 staff" answers "how many
-    guests" anew, though neither says it changes anything."""
-    threshold = float(tuning().asked_similarity)
+    guests" anew, though neither says it changes anything. A newer unit giving the older's one value and one
+    other ("from 300M to 500M", ``anew_from_to``) answers anew in another conversation too, unless it pairs
+    values as a list does."""
+    knobs = tuning()
+    threshold, from_to_on = float(knobs.asked_similarity), knobs.anew_from_to
     if not asked or threshold > 1 or len(units) < 2:
         return {}
     by_id = {u.pk: u for u in units}
     place = {u.pk: i for i, u in enumerate(units)}
-    values = {u.pk: {a: v for a, v in _values_by_attr(u).items() if a in asked} for u in units}
+    everything = {u.pk: _values_by_attr(u) for u in units}
+    values = {u.pk: {a: v for a, v in everything[u.pk].items() if a in asked} for u in units}
     if sum(1 for v in values.values() if v) < 2:
         return {}
     wants = {u.pk: wants_bound(u.content) for u in units if values[u.pk]}
@@ -329,16 +333,28 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
     for older, newer, similarity, one_conversation in pairs:
         if similarity < threshold or not values[older] or not values[newer] or place[newer] >= ANEW_PLACES:
             continue
-        if not _one_matter(subjects[older], subjects[newer], one_conversation, matters[older], matters[newer], named):
+        common = values[older].keys() & values[newer].keys()
+        # "From 300M to 500M": the newer names the older's one value and one other. The old value said again links
+        # the two as a shared identifier would, across conversations too. A list pairs its values ("£40 for 4
+        # people, £55 for 6"): where another attribute has two values as well, nothing was changed.
+        from_to = from_to_on and any(
+            len(values[older][a]) == 1
+            and values[older][a] < values[newer][a]
+            and len(values[newer][a]) == ONE_VALUE
+            and not any(len(v) == ONE_VALUE for b, v in everything[newer].items() if b != a)
+            for a in common
+        )
+        linked = one_conversation or from_to
+        if not _one_matter(subjects[older], subjects[newer], linked, matters[older], matters[newer], named):
             continue
         if wants[older] != wants[newer]:
             continue  # what is wanted (a range, a bound) is answered by what a thing is, not replaced by it
-        anew = any(
+        anew = from_to or any(
             not values[older][a] & values[newer][a]
             and len(values[older][a]) <= ONE_VALUE
             and len(values[newer][a]) <= ONE_VALUE
             and not (labels[older][a] and labels[newer][a] and not labels[older][a] & labels[newer][a])
-            for a in values[older].keys() & values[newer].keys()
+            for a in common
         )
         if anew and (older not in out or (by_id[newer].created_at, similarity) > best[older]):
             out[older], best[older] = newer, (by_id[newer].created_at, similarity)

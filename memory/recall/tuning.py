@@ -68,6 +68,10 @@ class RecallTuning:
     #: Above 1: off. 0.25 to 0.35 mark the same units on the fit halves; the conditions, not the similarity,
     #: decide (bench/RESULTS.md).
     asked_similarity: float = 0.35
+    #: A newer unit that gives an asked attribute the older's one value and one other ("由300M改为500M", "from 10 to
+    #: 12 panels") answers anew for it, in another conversation too: the old value said again links the two
+    #: (``currency.answered_anew``). False: only another value, in one conversation or under one identifier.
+    anew_from_to: bool = True
     #: Which conversation units stating a value that is no longer current rank after the current hits:
     #: "topic", those whose out-of-date value the query asks about (``memory.conversation.units.KEY_TOPICS``);
     #: "any", every one, whatever the query asks.

@@ -1599,3 +1599,79 @@ def test_a_range_wanted_is_not_replaced_by_the_price_of_what_answers_it(acme, fa
     )  # fmt: skip
     results = _recall(acme, "budget-zh", "我要找的酒店价格是多少？")
     assert any("700-800元" in c for c in _current(results)), results
+
+
+def test_a_plan_changed_from_one_speed_to_another_in_a_later_conversation(acme, fake_ollama):
+    # the speed is chosen with the address in one conversation and, days later in another, the agent changes it
+    # "from 300M to 500M": the later statement names the old value and a new one, which links the two across
+    # conversations
+    _session(
+        acme, fake_ollama, "speed-zh",
+        [("我刚搬家，想办理新装宽带。", "欢迎！请问安装地址是哪里？想要什么套餐？"),
+         ("地址是桂林路18弄3号1102室，套餐先要300M的吧。",
+          "好的，跟您确认：安装地址桂林路18弄3号1102室，套餐300M极速版，月费99元，对吗？"),
+         ("门牌错了，是1201室。", "抱歉，已更正为桂林路18弄3号1201室，300M套餐月费99元不变。")],
+    )  # fmt: skip
+    between = _said_at(acme, "300M")
+    _session(
+        acme, fake_ollama, "speed-zh",
+        [("你好，安装约在周六对吧？", "是的，周六上午9点到12点，师傅会提前电话联系。"),
+         ("路由器需要自己买吗？", "不用，安装时师傅会带一台千兆路由器，免费使用。"),
+         ("我想了想还是升级到500M吧，家里两个人打游戏。",
+          "没问题，已将套餐由300M改为500M畅享版，月费129元，安装时一并开通。"),
+         ("光猫放在哪里比较好？", "建议放在客厅弱电箱附近，信号覆盖更均匀。")],
+    )  # fmt: skip
+    results = _recall(acme, "speed-zh", "我现在办的宽带是多少兆的？")
+    _assert_current_first(results, "500M", "300M极速版")
+    # and what said 300M alone is not among the first five
+    assert not any("300M" in c and "500M" not in c for c in _contents(results)), results
+    then = _recall(acme, "speed-zh", "我办的宽带是多少兆的？", between)
+    assert any("300M" in c for c in _current(then)), then
+    prompt = _as_current(_next_prompt(acme, fake_ollama, "speed-zh", "我的宽带是多少兆？"))
+    assert "500M" in prompt, prompt
+    assert "300M极速版" not in prompt, prompt
+
+
+def test_a_count_changed_from_one_number_to_another_in_a_later_conversation(globex, fake_ollama):
+    # two tickets booked with their day and price in one conversation; weeks later, in another, the agent moves
+    # the order "from 2 tickets to 3": the old number said again beside the new one links the two, with no
+    # identifier in common
+    _session(
+        globex, fake_ollama, "tickets-en",
+        [("Hi, I'd like tickets for the Friday show.", "Of course. How many, and where would you like to sit?"),
+         ("Two tickets in the Circle, please.",
+          "Booked: 2 tickets for Friday in the Circle, £97 in all, order BT-4410."),
+         ("Are they e-tickets?", "Yes, mobile e-tickets, released 48 hours before the show.")],
+    )  # fmt: skip
+    between = _said_at(globex, "Two tickets")
+    _session(
+        globex, fake_ollama, "tickets-en",
+        [("My sister wants to come along too.", "Good news, the seat next to yours is free."),
+         ("Great, add her.", "Done, I've changed your order from 2 tickets to 3 tickets, £145.50 in all."),
+         ("What time do doors open?", "Doors open at 6:30pm and the show starts at 7:30pm."),
+         ("Is there a cloakroom?", "Yes, on the ground floor, £2 per item.")],
+    )  # fmt: skip
+    results = _recall(globex, "tickets-en", "How many tickets are on my order?")
+    assert any("to 3 tickets" in c for c in _current(results)), results
+    assert not any("Two tickets" in c or "Booked: 2 tickets" in c for c in _contents(results)), results
+    then = _recall(globex, "tickets-en", "How many tickets are on my order?", between)
+    assert any("2 tickets" in c or "Two tickets" in c for c in _current(then)), then
+    prompt = _as_current(_next_prompt(globex, fake_ollama, "tickets-en", "How many tickets do I have?"))
+    assert "to 3 tickets" in prompt, prompt
+    assert "Booked: 2 tickets" not in prompt, prompt
+
+
+def test_a_price_list_naming_a_count_again_replaces_no_booking(globex, fake_ollama):
+    # a table for 4 in one conversation; in another, what a table for 4 and one for 6 cost: the old count and
+    # another, but paired with two prices, a list, which changes no booking
+    _session(
+        globex, fake_ollama, "list-en",
+        [("I need a table for 4 people on Friday.", "Done, a table for 4 people on Friday at 19:00.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "list-en",
+        [("Do you do a set menu for tables?",
+          "Yes: the set menu for a table for 4 people is £120, and for a table for 6 people £170.")],
+    )  # fmt: skip
+    results = _recall(globex, "list-en", "For how many people is my table?", k=10)
+    assert any("table for 4 people on Friday" in c for c in _current(results)), results
