@@ -16,7 +16,8 @@ dialogues without changes that set none of its changed domains (so "my hotel sta
 ``chat.turn.run.run_turn`` (the fake Ollama replying with the clerk's turn) — bench/quality/chat_memory.py's ingest —
 then each question through ``memory.recall.pipeline.recall(k=10)`` in a new session of that customer.
 **Scores**: *current@5* — an answer turn in the top 5; *stale@5* — a stale turn in the top 5 (served as a candidate
-at all); *stale first* — chat_memory's ``stale_served``: a stale turn above every answer turn in the top 5. Baseline:
+at all); *stale first* — chat_memory's ``stale_served``: a stale turn above every answer turn in the top 5;
+*current@5 as current* — an answer turn in the top 5 that recall did not mark as no longer current. Baseline:
 BM25 over the customer's raw turns.
 
 **Halves**: as ``topic_switch_public.half_of`` (sha256 of the dialogue id); fit every rule on ``--half fit``, report
@@ -266,6 +267,8 @@ def figures(scores: cm.Scores) -> dict[str, Any]:
         if scores.marked:
             as_current = sum(cm.stale_as_current(r, scores.marked.get(q.id, []), q.stale) for q, r in rows)
             out[kind]["stale@5_as_current"] = round(as_current / len(rows), 4)
+            answered = sum(cm.answer_as_current(r, scores.marked.get(q.id, []), q.answer) for q, r in rows)
+            out[kind]["current@5_as_current"] = round(answered / len(rows), 4)
     return out
 
 
@@ -317,13 +320,13 @@ def main() -> None:
                 "product": product, "bm25": baseline, "details": asked.details,
             }  # fmt: skip
             print(f"\n{dataset.name}: {len(dataset.asked)} questions, ingest errors {errors}")
-            print("| kind | n | current@5 | stale@5 | stale first | stale@5 as current | BM25 current@5 "
-                  "| BM25 stale@5 |")  # fmt: skip
+            print("| kind | n | current@5 | current@5 as current | stale@5 | stale first | stale@5 as current "
+                  "| BM25 current@5 | BM25 stale@5 |")  # fmt: skip
             for kind, row in product.items():
                 b = baseline[kind]
-                print(f"| {kind} | {row['n']} | {row['current@5']:.3f} | {row['stale@5']:.3f} | "
-                      f"{row['stale_first']:.3f} | {row['stale@5_as_current']:.3f} | {b['current@5']:.3f} | "
-                      f"{b['stale@5']:.3f} |")  # fmt: skip
+                print(f"| {kind} | {row['n']} | {row['current@5']:.3f} | {row['current@5_as_current']:.3f} | "
+                      f"{row['stale@5']:.3f} | {row['stale_first']:.3f} | {row['stale@5_as_current']:.3f} | "
+                      f"{b['current@5']:.3f} | {b['stale@5']:.3f} |")  # fmt: skip
             variants = results["corpora"][dataset.info["corpus"]]["knob_variants"] = []
             default_knobs = settings.MEMDESK_RECALL
             for knobs in args.knobs:
@@ -335,8 +338,9 @@ def main() -> None:
                 variant = figures(again.scores)
                 variants.append({"knobs": json.loads(knobs), "product": variant, "details": again.details})
                 for kind, row in variant.items():
-                    print(f"| {knobs} {kind} | {row['n']} | {row['current@5']:.3f} | {row['stale@5']:.3f} | "
-                          f"{row['stale_first']:.3f} | {row['stale@5_as_current']:.3f} | | |")  # fmt: skip
+                    print(f"| {knobs} {kind} | {row['n']} | {row['current@5']:.3f} | "
+                          f"{row['current@5_as_current']:.3f} | {row['stale@5']:.3f} | {row['stale_first']:.3f} | "
+                          f"{row['stale@5_as_current']:.3f} | | |")  # fmt: skip
     out = common.OUT_DIR / f"{args.out or f'woz_updates_{args.half}'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")

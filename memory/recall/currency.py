@@ -13,6 +13,7 @@ from django.db import connection
 
 from conversations.models import ChatSession
 from memory.conversation.claims import asked_attrs, claim_of, clause_label, names_label, states_criterion
+from memory.conversation.replacement import named_replacements
 from memory.conversation.supersede import TERM
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
@@ -186,6 +187,8 @@ def overtaken(
     about_now: bool,
     identifiers: list[str] | None = None,
     asked: set[str] | None = None,
+    changed: set[Any] | None = None,
+    query: str = "",
 ) -> dict[Any, Any]:
     """Units a newer unit among ``units`` has overtaken, each with the one that did: a unit that changes or
     corrects something (``data["update"]``) and is at least ``update_similarity`` similar, or — for a query
@@ -193,7 +196,11 @@ def overtaken(
     changes it comes before one merely newer, then the newest. A unit naming an identifier the query quotes
     is never overtaken by one that does not name it: BATCH-2107's progress is not BATCH-2031's. Nor is a unit
     overtaken for a question about an attribute it gives (``asked``, ``claims.asked_attrs``) that the newer one
-    does not give: "6 people instead" leaves "on Friday at 18:30" the answer to "what day"."""
+    does not give: "6 people instead" leaves "on Friday at 18:30" the answer to "what day".
+
+    Overtaking orders; it does not by itself say the older is out of date. ``changed``, where given, receives
+    the overtaken units whose overtaker is shown to be about the same thing (``_same_thing``, for ``query``):
+    those are no longer current."""
     knobs = tuning()
     updates = {u.pk for u in units if (u.data or {}).get("update")}
     if len(units) < 2 or not (updates or about_now):
@@ -225,7 +232,65 @@ def overtaken(
             rank = (by_update, created[newer], similarity)
             if older not in best or rank > best[older]:
                 overtaken[older], best[older] = newer, rank
+    if changed is not None:
+        changed.update(o for o, n in overtaken.items() if _same_thing(by_id[o], by_id[n], best[o][2], query))
     return overtaken
+
+
+def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: str) -> bool:
+    """Whether a newer unit that overtook an older one is shown to be about the same thing, so that the older is
+    out of date: the two are at least ``overtaken_mark_similarity`` similar; or the newer names what it replaces
+    as the older said it (``replacement.named_replacements``, a value it says is wrong: 「不是东十二舍，是西十二舍」);
+    or it gives an attribute the older gives one value of that value and one other ("由300M改为500M" after
+    "先要300M的"); or it gives such an attribute another value under a word that labels it in both and that
+    ``query`` names ("总价三千八百四十元", then "总价变为四千零四十元", asked "酒店总价是多少"). Merely newer and
+    somewhat alike is not enough — a corrected phone number after a confirmed reservation, a new coupon after a
+    completed refund, business hours ending at 18:00 after a pickup from 18:00: the older stays current, ranked
+    below what overtook it."""
+    if similarity >= float(tuning().overtaken_mark_similarity):
+        return True
+    if any(r.stated_in(older.content) for r in named_replacements(newer.content)) or _rejects(newer.content, older):
+        return True
+    old, new = _values_by_attr(older), _values_by_attr(newer)
+    shared = old.keys() & new.keys()
+    if any(len(old[a]) == 1 and old[a] < new[a] and len(new[a]) == ONE_VALUE for a in shared):
+        return True
+    other = {a for a in shared if not old[a] & new[a]}
+    if not other or not query:
+        return False
+    ours, theirs = _value_labels(older.content, other), _value_labels(newer.content, other)
+    asked = query.casefold()
+    words = {_singular(w) for w in re.findall(r"[a-z0-9']+", asked)}
+    return any(
+        _singular(w.casefold()) in words if w.isascii() else w in asked for a in other for w in ours[a] & theirs[a]
+    )
+
+
+#: A value said to be wrong: 「不是东十二舍，是西十二舍」, 「并非1203」, "not 04512", "not Row F". English takes only a
+#: span with a digit or a capital (a value or a name): "not sure", "not today" reject nothing.
+_REJECTED_ZH = re.compile(r"(?:不是|并非)(?P<old>[^，。；！？,;!?\s]{2,20}?)(?=[，。；！？,;!?\s]|$)")
+_REJECTED_EN = re.compile(
+    r"\bnot\s+(?:the\s+)?(?P<old>[£$€#]?(?:\d[\w:/-]*(?:[.,]\d+)*|[A-Z][\w'-]*(?:\s+[A-Z0-9][\w'-]*){0,2}))"
+)
+
+
+def _rejects(text: str, older: MemoryUnit) -> bool:
+    """Whether ``text`` says that something ``older`` states is wrong: a value it rejects is in the older's words."""
+    flat = re.sub(r"\s+", "", older.content)
+    for match in _REJECTED_ZH.finditer(text):
+        if match.group("old") in flat:
+            return True
+    return any(m.group("old") in older.content for m in _REJECTED_EN.finditer(text))
+
+
+def _value_labels(text: str, attrs: set[str]) -> dict[str, set[str]]:
+    """The words labelling each of ``attrs``'s values in ``text`` (``claims.clause_label``), in either language."""
+    claim = claim_of(text)
+    out: dict[str, set[str]] = {a: set() for a in attrs}
+    for value in claim.values:
+        if value.attr in out:
+            out[value.attr] |= set(clause_label(claim, value))
+    return out
 
 
 def _values_by_attr(memory: MemoryUnit) -> dict[str, set[str]]:
@@ -361,9 +426,10 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
     return out
 
 
-def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[RecallHit]:
+def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any], changed: set[Any]) -> list[RecallHit]:
     """``hits`` where a unit ranked above the newer unit that overtook it gives that unit its place: the
-    newer one moves up to just above it (the older is marked ``stale``). Nothing leaves the list."""
+    newer one moves up to just above it, and the older is marked ``stale`` where it is among ``changed``.
+    Nothing leaves the list."""
     if not overtaken:
         return hits
     by_id = {h.memory.pk: h for h in hits}
@@ -375,7 +441,7 @@ def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any]) -> list[
             continue
         newer = overtaken.get(hit.memory.pk)
         if newer in by_id and position[newer] > position[hit.memory.pk]:
-            hit.stale = True
+            hit.stale = hit.stale or hit.memory.pk in changed
             if newer not in emitted:
                 out.append(by_id[newer])
                 emitted.add(newer)
@@ -506,8 +572,10 @@ def current_first(
         about_now=about_now,
         identifiers=query_identifiers(query) if query else None,
         asked=asked,
+        changed=(changed := set()),
+        query=query or "",
     )
-    current = _after_overtakers(current, overtakers)
+    current = _after_overtakers(current, overtakers, changed)
     if query and asked and not about_past(query):
         anew = answered_anew(
             tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], asked, named_domains(query)

@@ -62,6 +62,10 @@ class RecallTuning:
     now_similarity: float = 0.35
     #: Where an overtaken unit goes: False, just after the unit that overtook it; True, after every current hit.
     overtaken_last: bool = False
+    #: An overtaken unit is marked no longer current (the API's ``current``, the prompt's "no longer current") when
+    #: the unit that overtook it is at least this similar, or is shown to be about the same thing by the values
+    #: and words the two share (``currency._same_thing``). 0: every overtaken unit is marked.
+    overtaken_mark_similarity: float = 0.55
     #: For a question asking for an attribute (``claims.asked_attrs``), an older candidate unit giving it a value
     #: that a newer one of the same conversation, at least this similar, gives another value is stale for the
     #: question and ranks after every current hit (``currency.answered_anew``, where the other conditions are).
