@@ -1680,6 +1680,19 @@ def test_a_price_list_naming_a_count_again_replaces_no_booking(globex, fake_olla
 # --- a later change of something else --------------------------------------------------------------------------
 
 
+def _assert_left_current(ctx: TenantCtx, fake: Any, settings: Any, end_user: str, question: str, needle: str) -> None:
+    """Recall for ``question`` serves ``needle`` as current, and the next prompt does not call it out of date; with
+    every overtaken unit marked (``overtaken_mark_similarity`` 0, the old behaviour) it would be marked."""
+    held = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
+    assert held, needle
+    assert all(r["current"] for r in held), held
+    assert needle in _as_current(_next_prompt(ctx, fake, end_user, question))
+    settings.MEMDESK_RECALL = {"overtaken_mark_similarity": 0.0}
+    marked = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
+    assert marked, needle
+    assert not all(r["current"] for r in marked), marked
+
+
 def test_a_corrected_phone_number_leaves_the_locked_reservation_current(acme, fake_ollama, settings):
     """A correction of the phone number said after a reservation was locked overtakes it in the ranking only: the
     reservation number is still what is true now, in the API and in the prompt. With every overtaken unit marked
@@ -1691,21 +1704,11 @@ def test_a_corrected_phone_number_leaves_the_locked_reservation_current(acme, fa
          ("我上次留的手机号打错了一位，应该是139 0000 7215，不是7251。",
           "已帮您把手机号更正为139 0000 7215，之后的考试通知都会发到这个号码。")],
     )  # fmt: skip
-    question = "我报名锁定的保留号是多少？"
-    results = _recall(acme, "driving-school", question)
-    locked = [r for r in results if "TQ-5120" in r["memory"]["content"]]
-    assert locked, results
-    assert all(r["current"] for r in locked), locked
-    assert "TQ-5120" in _as_current(_next_prompt(acme, fake_ollama, "driving-school", question))
     # the phone number itself did change: the wrong one is not current
     assert not any(
         "7251" in c and "7215" not in c for c in _current(_recall(acme, "driving-school", "我的手机号是多少？"))
     )
-
-    settings.MEMDESK_RECALL = {"overtaken_mark_similarity": 0.0}
-    marked = [r for r in _recall(acme, "driving-school", question) if "TQ-5120" in r["memory"]["content"]]
-    assert marked
-    assert not all(r["current"] for r in marked), marked
+    _assert_left_current(acme, fake_ollama, settings, "driving-school", "我报名锁定的保留号是多少？", "TQ-5120")
 
 
 def test_a_changed_billing_address_leaves_the_way_of_paying_current_in_english(globex, fake_ollama, settings):
@@ -1719,14 +1722,6 @@ def test_a_changed_billing_address_leaves_the_way_of_paying_current_in_english(g
          ("I've moved, can you change my billing address?",
           "Of course. I've changed your billing address to 14 Mill Lane, Leeds LS2 7EW.")],
     )  # fmt: skip
-    question = "How did I say I'd like to pay?"
-    results = _recall(globex, "water-account", question)
-    chosen = [r for r in results if "direct debit" in r["memory"]["content"]]
-    assert chosen, results
-    assert all(r["current"] for r in chosen), chosen
-    assert "direct debit" in _as_current(_next_prompt(globex, fake_ollama, "water-account", question))
-
-    settings.MEMDESK_RECALL = {"overtaken_mark_similarity": 0.0}
-    marked = [r for r in _recall(globex, "water-account", question) if "direct debit" in r["memory"]["content"]]
-    assert marked
-    assert not all(r["current"] for r in marked), marked
+    _assert_left_current(
+        globex, fake_ollama, settings, "water-account", "How did I say I'd like to pay?", "direct debit"
+    )
