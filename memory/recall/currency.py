@@ -253,7 +253,7 @@ def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: 
         return True
     old, new = _values_by_attr(older), _values_by_attr(newer)
     shared = old.keys() & new.keys()
-    if any(len(old[a]) == 1 and old[a] < new[a] and len(new[a]) == ONE_VALUE for a in shared):
+    if any(_one_to_another(old[a], new[a]) for a in shared):
         return True
     other = {a for a in shared if not old[a] & new[a]}
     if not other or not query:
@@ -281,6 +281,12 @@ def _rejects(text: str, older: MemoryUnit) -> bool:
         if match.group("old") in flat:
             return True
     return any(m.group("old") in older.content for m in _REJECTED_EN.finditer(text))
+
+
+def _one_to_another(old: set[str], new: set[str]) -> bool:
+    """Whether an attribute's values go from one to another: the older gives one value, the newer that value and
+    one other ("由300M改为500M" after "先要300M的")."""
+    return len(old) == 1 and old < new and len(new) == ONE_VALUE
 
 
 def _value_labels(text: str, attrs: set[str]) -> dict[str, set[str]]:
@@ -335,13 +341,8 @@ def _labels(text: str, attrs: dict[str, set[str]]) -> dict[str, frozenset[str]]:
     for 13:15" labels its time *book*, "leaving at 9:17" *leaving*, "our 10-class packs are valid for 6 months" its
     months *class*, *pack*, *valid*. Chinese labels are left out: the characters just before a
     value are as often the agent's 「已为您改到」 as what the value is of."""
-    claim = claim_of(text)
-    out: dict[str, frozenset[str]] = {}
-    for value in claim.values:
-        if value.attr in attrs:
-            english = {_singular(w) for w in clause_label(claim, value) if w.isascii()}
-            out[value.attr] = out.get(value.attr, frozenset()) | english
-    return {a: out.get(a, frozenset()) for a in attrs}
+    labelled = _value_labels(text, set(attrs))
+    return {a: frozenset(_singular(w) for w in labelled[a] if w.isascii()) for a in attrs}
 
 
 def _one_matter(
@@ -403,9 +404,7 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
         # the two as a shared identifier would, across conversations too. A list pairs its values ("£40 for 4
         # people, £55 for 6"): where another attribute has two values as well, nothing was changed.
         from_to = from_to_on and any(
-            len(values[older][a]) == 1
-            and values[older][a] < values[newer][a]
-            and len(values[newer][a]) == ONE_VALUE
+            _one_to_another(values[older][a], values[newer][a])
             and not any(len(v) == ONE_VALUE for b, v in everything[newer].items() if b != a)
             for a in common
         )
