@@ -21,7 +21,9 @@ same
   share where a stale turn is in the top 5 at all; *stale@5 as current* — the share where one is there that recall
   did not mark as no longer current (the API's ``current``), what a caller reading that field takes as true now;
   *hit@5 as current* — the share of questions with an answer turn in the top 5 that recall did not mark as no longer
-  current: an answer marked so reaches the prompt as "[…, no longer current]", and the model is told not to trust it.
+  current: an answer marked so reaches the prompt as "[…, no longer current]", and the model is told not to trust it;
+  *answer marked* — the share of questions with an answer turn in the top 5 that recall marked so, whether or not
+  another answer turn is shown as current: a true statement called out of date.
 - **Baseline**: Okapi BM25 with the product's k1 and b (``bench/retrieval.py``) over the raw dataset turns of
   the same end user, tokenised as ``memory.text.language`` does (``segment`` for turns, ``query_terms`` for questions).
 - **Storage**: rows of ``memory_memoryunit``, ``memory_memoryevent`` and ``chat_message`` of this run's
@@ -691,6 +693,12 @@ def answer_as_current(ranked: list[str], marked: list[bool], answer: list[str], 
     return any(t in answer and not m for t, m in zip(ranked[:k], marked[:k], strict=False))
 
 
+def answer_marked(ranked: list[str], marked: list[bool], answer: list[str], k: int = 5) -> bool:
+    """An answer turn among the top ``k`` that recall marked as no longer current: a true answer the prompt tells
+    the model not to trust, whether or not another answer turn is shown as current."""
+    return any(t in answer and m for t, m in zip(ranked[:k], marked[:k], strict=False))
+
+
 def stale_as_current(ranked: list[str], marked: list[bool], stale: list[str], k: int = STALE_K) -> bool:
     """A stale turn among the top ``k`` that recall did not mark as no longer current (``current`` true in the
     API): what a caller reading that field would take as true now."""
@@ -716,6 +724,8 @@ class Scores:
         if self.marked:
             current = sum(answer_as_current(r, self.marked.get(q.id, [False] * len(r)), q.answer) for q, r in rows)
             out["hit@5_as_current"] = round(current / len(rows), 4)
+            wrong = sum(answer_marked(r, self.marked.get(q.id, [False] * len(r)), q.answer) for q, r in rows)
+            out["answer_marked@5"] = round(wrong / len(rows), 4)
         with_stale = [(q, r) for q, r in rows if q.stale]
         if with_stale:
             served = sum(stale_served(r, q.answer, q.stale) for q, r in with_stale)
@@ -996,7 +1006,7 @@ def report_rows(summary: dict[str, Any], label: str) -> list[list[Any]]:
     for group, s in summary.items():
         rows.append(
             [label, group, s["n"], s["R@1"], s["R@5"], s["R@10"], s["hit@5"], s.get("hit@5_as_current", "-"),
-             s.get("stale_served", "-"),
+             s.get("answer_marked@5", "-"), s.get("stale_served", "-"),
              s.get("stale@5", "-"), s.get("stale@5_as_current", "-")]
         )  # fmt: skip
     return rows
@@ -1212,7 +1222,7 @@ def main() -> None:
     print()
     print(f"{results['path_measured']}\n")
     headers = [
-        "", "group", "n", "R@1", "R@5", "R@10", "hit@5", "hit@5 as current", "stale served", "stale@5",
+        "", "group", "n", "R@1", "R@5", "R@10", "hit@5", "hit@5 as current", "answer marked", "stale served", "stale@5",
         "stale@5 as current",
     ]  # fmt: skip
     rows = report_rows(recall_summary, "recall (chat path)") + report_rows(bm25_summary, "BM25 raw turns")

@@ -571,6 +571,38 @@ def progressed(old: Claim, new: Claim) -> bool:
     return bool(pending & done) and not (pending & done & still)
 
 
+def changed_in_form(old: Claim, new: Claim, similarity: float) -> list[str]:
+    """What of ``old`` the form of ``new`` says it changes, for a caller that already knows the two are about one
+    matter (recall: ``new`` overtook ``old`` for a question); each as written in ``old``, empty when nothing is: a
+    name or a number spelt again with one slip fixed (``respelled``: the reading 00418, later 「已更正为00481」); the
+    act ``old`` said was not done yet said done (``progressed``: 「待交管所受理」, later 「交管所已经受理」); a state
+    named as one, where ``new`` names another and none in common (「状态「运输中」」, later 「状态「已签收」」); what
+    ``old`` said may be used, where a sentence of ``new`` says it has expired (``_ends_validity``). Unlike ``judge``,
+    no likeness of words is asked for: what brought the two together stands for it. Two identifiers one slip apart
+    are as often two things (orders 10245 and 10246), and an older statement naming an identifier the newer does
+    not is about another thing, but for a respelt value of its own."""
+    out = [
+        a
+        for a, b in respelled(old, new)
+        if not any(a.upper() in s for s in old.subjects) and not any(b.upper() in s for s in new.subjects)
+    ]
+    if old.subjects - new.subjects:
+        return out
+    if progressed(old, new):
+        out += sorted(_pending_zh(old.masked) if has_cjk(old.masked) else _pending_words(old.masked))
+    old_states, new_states = _stated_states(old), _stated_states(new)
+    if old_states and new_states and not old_states & new_states:
+        out += sorted(old_states)
+    if _ends_validity(old, new, similarity):
+        out += [m.group(0) for m in _VALID.finditer(old.text)]
+    return out
+
+
+def _pending_words(masked: str) -> set[str]:
+    """The words naming the acts an English text says are not done yet, as written (``_PENDING_EN``)."""
+    return {m.group("act") for m in _PENDING_EN.finditer(masked)}
+
+
 def _worded_in_place(worded: Claim, valued: Claim) -> set[str]:
     """The attributes of ``valued``'s values whose label (``claims.label_of``) stands just before a Chinese term of
     ``worded`` that ``valued`` does not say — as the term's frame or its head: the term stands where the value

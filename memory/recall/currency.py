@@ -7,20 +7,22 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from django.db import connection
 
 from conversations.models import ChatSession
 from memory.conversation.claims import asked_attrs, claim_of, clause_label, names_label, states_criterion
-from memory.conversation.replacement import named_replacements
-from memory.conversation.supersede import TERM
+from memory.conversation.replacement import Replacement, named_replacements
+from memory.conversation.supersede import TERM, changed_in_form
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.ranking import about_past, names_any, query_identifiers
 from memory.recall.tuning import tuning
 from memory.store.read import SCOPE_SQL, scope_params
+from memory.text.language import ZH_STOPWORDS, query_terms
 from memory.topics.domains import named_domains
 from tenants.models import Tenant
 
@@ -126,6 +128,8 @@ def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) 
             if at is not None and datetime.fromisoformat(at) > as_of:
                 continue
             if attr.startswith(TERM):
+                if tuning().restated_current and _replaces_itself(unit.content, attr[len(TERM) :]):
+                    continue  # "the 15th instead of the 1st": the unit asked for the change, the 1st is not its value
                 # a typed attribute the question asks for and the unit states is what it asks (not the term)
                 states = {v.get("attr") for v in ((unit.data.get("about") or {}).get("values") or [])}
                 # A replaced term that holds a value of the kind asked ("the garden at 9 Orchard Close", asked
@@ -246,14 +250,45 @@ def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: 
     ``query`` names ("总价三千八百四十元", then "总价变为四千零四十元", asked "酒店总价是多少"). Merely newer and
     somewhat alike is not enough — a corrected phone number after a confirmed reservation, a new coupon after a
     completed refund, business hours ending at 18:00 after a pickup from 18:00: the older stays current, ranked
-    below what overtook it."""
-    if similarity >= float(tuning().overtaken_mark_similarity):
-        return True
-    if any(r.stated_in(older.content) for r in named_replacements(newer.content)) or _rejects(newer.content, older):
-        return True
+    below what overtook it. So does an older that asked for what the newer confirms (it names what the newer puts
+    in place, or itself replaces what the newer replaces; or, for likeness alone, the newer gives again every value
+    it gives: ``restated_current``). The form of the newer shows a change too (``supersede.changed_in_form``: a
+    number respelt, an awaited act done, another named state, validity ended); a change it shows, or a value
+    replaced, said wrong or moved from one to another, marks the older only where the clause of it that ``query``
+    asks about holds what changed (``_asked_part_holds``, ``mark_asked_part``)."""
     old, new = _values_by_attr(older), _values_by_attr(newer)
+    replacements = named_replacements(newer.content)
+    if tuning().restated_current and any(
+        Replacement(r.new, r.old).stated_in(older.content)
+        or _names_both(older.content, r)
+        or _replaces_itself(older.content, r.old)
+        for r in replacements
+    ):
+        # The older says what the newer puts in place: it asked for the change the newer confirms ("the number's
+        # now 07700 900671", then "Texts will go to 07700 900671 instead of 07700 900233"; 「要燕麦色的，不要灰色」,
+        # then 「已把沙发颜色由灰色改为燕麦色」).
+        return False
+    # Every value the older gives said again is a confirmation, not a change: "No, it's 3 bedrooms", then "I've
+    # updated it to 3 bedrooms" — both current.
+    restated = bool(old) and all(values <= new.get(attr, set()) for attr, values in old.items())
+    # What the newer shows changed, as the older wrote it: marked only where the part of the older the question
+    # asks about holds it (a repair booking whose phone was changed still answers for its work order number).
+    narrow = bool(tuning().mark_asked_part)
     shared = old.keys() & new.keys()
-    if any(_one_to_another(old[a], new[a]) for a in shared):
+    if similarity >= float(tuning().overtaken_mark_similarity) and not (restated and tuning().restated_current):
+        # alike: what differs is what changed, where they share attributes; else the whole
+        differ = _written(older.content, {a for a in shared if old[a] != new[a]})
+        if not (narrow and differ) or _asked_part_holds(older.content, query, differ):
+            return True
+    replaced = [r.old for r in replacements if r.stated_in(older.content)] + _rejects(newer.content, older)
+    if replaced and (not narrow or _asked_part_holds(older.content, query, replaced)):
+        return True
+    if tuning().overtaken_in_form:
+        changed = changed_in_form(claim_of(older.content), claim_of(newer.content), similarity)
+        if changed and _asked_part_holds(older.content, query, changed):
+            return True
+    moved = {a for a in shared if _one_to_another(old[a], new[a])}
+    if moved and (not narrow or _asked_part_holds(older.content, query, _written(older.content, moved))):
         return True
     other = {a for a in shared if not old[a] & new[a]}
     if not other or not query:
@@ -266,6 +301,52 @@ def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: 
     )
 
 
+#: Where one clause of a statement ends: a sentence's end, or a Chinese comma (a Chinese sentence strings several
+#: facts together: 「已核实企业账号ENT-40817，当前为企业标准版，席位上限200个」) — never inside quotes (a state named
+#: as one: “体检已审核，待交管所受理”).
+_CLAUSE_END = re.compile(r"[。！？；;!?\n，]|\.(?=\s)")
+_OPENING, _CLOSING = '「“"(（', '」”")）'
+
+
+def _clauses(text: str) -> list[str]:
+    """``text``'s clauses in order (``_CLAUSE_END``), each with the mark that ends it."""
+    out, start, depth = [], 0, 0
+    for i, char in enumerate(text):
+        if char in _CLOSING and depth and not (char == '"' and depth % 2 == 0):
+            depth -= 1
+        elif char in _OPENING:
+            depth += 1
+        elif depth == 0 and _CLAUSE_END.match(text, i):
+            out.append(text[start : i + 1])
+            start = i + 1
+    out.append(text[start:])
+    return [c for c in out if c.strip()]
+
+
+def _asked_part_holds(text: str, query: str, changed: list[str]) -> bool:
+    """Whether the part of ``text`` a question asks about holds something changed (``changed``, as written in
+    ``text``): the clauses its words find best (most of the query's words; Chinese and English function words
+    left out) — "Your new account number is RW-552019" for "what's my water account number", not "an opening
+    meter reading of 00418" beside it. A question none of whose words a clause holds asks about the whole, and
+    what changed, where not written as such in ``text``, is in the whole."""
+    clauses = _clauses(text)
+    words = [w.casefold() for w in query_terms(query) if w.casefold() not in _function_words()]
+    if len(clauses) < 2 or not words or not any(x in text for x in changed):
+        return True  # one clause, a question of no words, or what changed not written as such: the whole
+    found = [sum(w in c.casefold() for w in words) for c in clauses]
+    best = max(found)
+    if best == 0:
+        return True
+    return any(n == best and any(x in c for x in changed) for n, c in zip(found, clauses, strict=True))
+
+
+@lru_cache(maxsize=1)
+def _function_words() -> frozenset[str]:
+    from sumy.utils import get_stop_words
+
+    return frozenset(w.casefold() for w in get_stop_words("english")) | ZH_STOPWORDS
+
+
 #: A value said to be wrong: 「不是东十二舍，是西十二舍」, 「并非1203」, "not 04512", "not Row F". English takes only a
 #: span with a digit or a capital (a value or a name): "not sure", "not today" reject nothing.
 _REJECTED_ZH = re.compile(r"(?:不是|并非)(?P<old>[^，。；！？,;!?\s]{2,20}?)(?=[，。；！？,;!?\s]|$)")
@@ -274,13 +355,34 @@ _REJECTED_EN = re.compile(
 )
 
 
-def _rejects(text: str, older: MemoryUnit) -> bool:
-    """Whether ``text`` says that something ``older`` states is wrong: a value it rejects is in the older's words."""
+def _rejects(text: str, older: MemoryUnit) -> list[str]:
+    """What ``text`` says is wrong of what ``older`` states: the values it rejects that are in the older's words."""
     flat = re.sub(r"\s+", "", older.content)
-    for match in _REJECTED_ZH.finditer(text):
-        if match.group("old") in flat:
-            return True
-    return any(m.group("old") in older.content for m in _REJECTED_EN.finditer(text))
+    out = [m.group("old") for m in _REJECTED_ZH.finditer(text) if m.group("old") in flat]
+    return out + [m.group("old") for m in _REJECTED_EN.finditer(text) if m.group("old") in older.content]
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text).casefold()
+
+
+def _names_both(text: str, replacement: Replacement) -> bool:
+    """Whether ``text`` names both the value ``replacement`` replaces and the one it puts in its place: it is about
+    that change (it asked for it), not a statement of the old value."""
+    flat = _flat(text)
+    return _flat(replacement.old) in flat and _flat(replacement.new) in flat
+
+
+def _replaces_itself(text: str, term: str) -> bool:
+    """Whether ``text`` itself names ``term`` as what it replaces ("the 15th instead of the 1st", 「要燕麦色的，不要灰
+    色」): a later statement replacing the term changes nothing it holds true."""
+    rejected = [m.group("old") for m in _REJECTED_ZH.finditer(text)]
+    return any(_flat(term) in _flat(old) for old in [r.old for r in named_replacements(text)] + rejected)
+
+
+def _written(text: str, attrs: set[str]) -> list[str]:
+    """The values of ``attrs`` as ``text`` writes them."""
+    return [text[v.start : v.end] for v in claim_of(text).values if v.attr in attrs]
 
 
 def _one_to_another(old: set[str], new: set[str]) -> bool:
@@ -439,8 +541,9 @@ def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any], changed:
         if hit.memory.pk in emitted:
             continue
         newer = overtaken.get(hit.memory.pk)
-        if newer in by_id and position[newer] > position[hit.memory.pk]:
+        if newer in by_id:
             hit.stale = hit.stale or hit.memory.pk in changed
+        if newer in by_id and position[newer] > position[hit.memory.pk]:
             if newer not in emitted:
                 out.append(by_id[newer])
                 emitted.add(newer)
@@ -562,6 +665,9 @@ def current_first(
     stale = _stale_units(tenant, session, kept_units, as_of, query, present=about_now)
     for hit in kept:
         hit.stale = hit.memory.pk in stale
+    # What is stale by what is stored follows every current hit; a hit marked below (overtaken, answered anew)
+    # keeps its place among them, once.
+    ended = [h for h in kept if h.stale]
     changers, brought = _holders(tenant, session, kept, stale, as_of)
     current = _changers_in_place(kept + brought, changers)
     asked = asked_attrs(query) if query else None
@@ -589,4 +695,4 @@ def current_first(
         updates = {h.memory.pk for h in current if (h.memory.data or {}).get("update")}
         moved = {h.memory.pk for h in current if h.stale and overtakers.get(h.memory.pk) in updates}
         current = [h for h in current if h.memory.pk not in moved] + [h for h in current if h.memory.pk in moved]
-    return current + [h for h in kept if h.stale]
+    return current + ended

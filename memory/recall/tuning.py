@@ -66,6 +66,17 @@ class RecallTuning:
     #: the unit that overtook it is at least this similar, or is shown to be about the same thing by the values
     #: and words the two share (``currency._same_thing``). 0: every overtaken unit is marked.
     overtaken_mark_similarity: float = 0.55
+    #: An overtaken unit is also marked when the form of the unit that overtook it says it changes it: a number
+    #: respelt with one slip fixed, the act it awaited done, another named state, its validity ended
+    #: (``supersede.changes_in_form``). False: only the likeness, values and words of ``_same_thing``.
+    overtaken_in_form: bool = True
+    #: An overtaken unit every value of which the unit that overtook it gives again is not marked for their likeness
+    #: alone: a confirmation of what it said ("No, it's 3 bedrooms", then "I've updated it to 3 bedrooms").
+    restated_current: bool = True
+    #: An overtaken unit shown changed by a value (one replaced, said to be wrong, or one value to another) is marked
+    #: only when the clause of it the question's words find best holds that value: the rest of it is as true as it
+    #: was. False: marked whole.
+    mark_asked_part: bool = True
     #: For a question asking for an attribute (``claims.asked_attrs``), an older candidate unit giving it a value
     #: that a newer one of the same conversation, at least this similar, gives another value is stale for the
     #: question and ranks after every current hit (``currency.answered_anew``, where the other conditions are).

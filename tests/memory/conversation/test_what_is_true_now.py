@@ -1725,3 +1725,118 @@ def test_a_changed_billing_address_leaves_the_way_of_paying_current_in_english(g
     _assert_left_current(
         globex, fake_ollama, settings, "water-account", "How did I say I'd like to pay?", "direct debit"
     )
+
+
+# --- what the form of a later statement says it changed -----------------------------------------------------------
+
+
+def _marked_only_with_form(ctx: TenantCtx, settings: Any, end_user: str, question: str, needle: str) -> None:
+    """Recall for ``question`` does not serve ``needle`` as current; without reading what the later statement's form
+    says it changed (``overtaken_in_form`` off) it would."""
+    results = _recall(ctx, end_user, question)
+    assert any(needle in c for c in _contents(results)), results
+    assert not any(needle in c for c in _current(results)), results
+    settings.MEMDESK_RECALL = {"overtaken_in_form": False}
+    assert any(needle in c for c in _current(_recall(ctx, end_user, question)))
+    settings.MEMDESK_RECALL = {}
+
+
+def test_a_respelt_meter_reading_is_no_longer_current_but_the_account_number_beside_it_is(
+    globex, fake_ollama, settings
+):
+    """The agent corrects a reading the customer read with two digits swapped: the statement that recorded the
+    first reading is out of date for the reading, and still the answer for the account number it also gave."""
+    _session(
+        globex, fake_ollama, "meter-en",
+        [("Hi, I've just moved in and need a water account. The meter reads 00418.",
+          "I've recorded an opening meter reading of 00418 for Flat 2, 9 Elm Street. Your new account number is "
+          "WA-330871."),
+         ("Sorry, I looked again with a torch, it's 00481, I swapped the last two digits.",
+          "Thanks for checking. I've corrected the opening reading to 00481.")],
+    )  # fmt: skip
+    _marked_only_with_form(
+        globex, settings, "meter-en", "What opening meter reading did you take for my flat?", "reading of 00418"
+    )
+    assert any("WA-330871" in c for c in _current(_recall(globex, "meter-en", "What's my water account number?")))
+    prompt = _as_current(_next_prompt(globex, fake_ollama, "meter-en", "What opening reading do you have?"))
+    assert "reading of 00418" not in prompt, prompt
+
+
+def test_a_state_awaiting_an_act_is_no_longer_current_once_the_act_is_done(acme, fake_ollama, settings):
+    """「待交管所受理」, and a week later 「交管所已经受理」: for where the application stands, the earlier state is out
+    of date, though the two share no words but the act's."""
+    _session(
+        acme, fake_ollama, "licence-zh",
+        [("我的驾照报名办到哪一步了？",
+          "我查了一下，您的报名状态现在是“体检已审核，待交管所受理”，一般要3到5个工作日。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "licence-zh",
+        [("有新进展吗？", "交管所已经受理，您的科目一考试已预约成功，时间是下周三上午9点，在车管所考场。")],
+    )  # fmt: skip
+    _marked_only_with_form(acme, settings, "licence-zh", "我这个驾照报名现在办到哪了？", "待交管所受理")
+    prompt = _as_current(_next_prompt(acme, fake_ollama, "licence-zh", "我的驾照报名现在办到哪了？"))
+    assert "待交管所受理" not in prompt, prompt
+
+
+def _current_but_marked_without(
+    ctx: TenantCtx, settings: Any, end_user: str, question: str, needle: str, knob: str
+) -> None:
+    """Recall for ``question`` serves ``needle`` as current; with ``knob`` off it would be marked out of date."""
+    held = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
+    assert held, needle
+    assert all(r["current"] for r in held), held
+    settings.MEMDESK_RECALL = {knob: False}
+    marked = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
+    assert marked, needle
+    assert not all(r["current"] for r in marked), marked
+    settings.MEMDESK_RECALL = {}
+
+
+def test_the_customers_request_stays_current_beside_the_agents_confirmation_of_it(globex, fake_ollama, settings):
+    """The customer gives a new number and the agent confirms it "instead of" the old one: both say what is true now;
+    reading their likeness as a change (``restated_current`` off) called the customer's words out of date."""
+    _session(
+        globex, fake_ollama, "newphone-en",
+        [("Morning, is my bike ready?", "Not yet, the part arrives tomorrow."),
+         ("Also I've got a new phone, the number's now 07700 900671. Use that for texts from now on.",
+          "Let me update that for you."),
+         ("Thanks.", "Updated. Texts will go to 07700 900671 instead of 07700 900233.")],
+    )  # fmt: skip
+    _current_but_marked_without(
+        globex, settings, "newphone-en", "Which mobile number are you texting me on?", "the number's now",
+        "restated_current",
+    )  # fmt: skip
+
+
+def test_the_customers_request_stays_current_beside_the_agents_confirmation_in_chinese(acme, fake_ollama, settings):
+    """「要燕麦色的，不要灰色」, then the agent's 「由灰色改为燕麦色」: the customer's words name both values of the
+    change they asked for, and stay current beside its confirmation."""
+    _session(
+        acme, fake_ollama, "sofa-zh",
+        [("沙发颜色我下单时点错了，要燕麦色的，不要灰色。", "好的，我帮您看一下订单。"),
+         ("麻烦快点。", "已帮您把沙发颜色由灰色改为燕麦色，价格不变，仍为4299元。")],
+    )  # fmt: skip
+    question = "我订的沙发最后是什么颜色？"
+    _current_but_marked_without(acme, settings, "sofa-zh", question, "要燕麦色的", "restated_current")
+
+
+def test_a_changed_phone_leaves_the_work_order_number_beside_it_current(acme, fake_ollama, settings):
+    """A repair booking gave the phone number the customer later changed: for the phone it is out of date, for the
+    work order number it gave in another clause it is still the answer."""
+    _session(
+        acme, fake_ollama, "repair-zh",
+        [("洗衣机不排水了，帮我约个维修。",
+          "已为您预约维修：朝阳区望京西园三区312楼6单元1102，联系电话 138 1055 6273，上门时间为后天上午9:00-12:00，"
+          "工单号 WX24061988。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "repair-zh",
+        [("我换手机号了，新号码是139 1133 2854。", "好的，我来更新。"),
+         ("谢谢。", "已将您的联系电话更新为 139 1133 2854，原号码 138 1055 6273 已停用，师傅明天上午9:00-12:00上门前"
+                    "会打新号码，工单号不变。")],
+    )  # fmt: skip
+    booking = "工单号 WX24061988"
+    phone = [r for r in _recall(acme, "repair-zh", "我的联系电话是多少？") if booking in r["memory"]["content"]]
+    assert not any(r["current"] for r in phone), phone
+    _current_but_marked_without(acme, settings, "repair-zh", "我那个维修工单号是多少？", booking, "mark_asked_part")
