@@ -689,7 +689,11 @@ def current_first(
             if hit.memory.pk in anew:
                 hit.stale = True
         current = [h for h in current if h.memory.pk not in anew] + [h for h in current if h.memory.pk in anew]
-    if tuning().overtaken_last:
+    if tuning().marked_last and not (query and about_past(query)):
+        # What recall has shown out of date for this question follows every current hit: a question about the
+        # present is answered by what holds; one about the past keeps the order the question's words gave.
+        current = [h for h in current if not h.stale] + [h for h in current if h.stale]
+    elif tuning().overtaken_last:
         # What a later statement says it changed (``data["update"]``) follows every current hit; what is merely
         # older stays beside what overtook it.
         updates = {h.memory.pk for h in current if (h.memory.data or {}).get("update")}
