@@ -64,8 +64,9 @@ class RecallTuning:
     #: (only those a unit saying it changes something overtook, and only with ``marked_last`` off).
     overtaken_last: bool = False
     #: A unit marked no longer current for the question (overtaken and shown about the same thing, or answered
-    #: anew) follows every current hit, unless the question asks about the past. False: it keeps its place.
-    marked_last: bool = True
+    #: anew) follows every current hit, unless the question asks about the past. Off: it keeps its place. Off by
+    #: default: on LoCoMo it takes R@10 below 0.70 (bench/RESULTS.md).
+    marked_last: bool = False
     #: An overtaken unit is marked no longer current (the API's ``current``, the prompt's "no longer current") when
     #: the unit that overtook it is at least this similar, or is shown to be about the same thing by the values
     #: and words the two share (``currency._same_thing``). 0: every overtaken unit is marked.

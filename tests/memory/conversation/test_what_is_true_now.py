@@ -1758,6 +1758,16 @@ def test_a_respelt_meter_reading_is_no_longer_current_but_the_account_number_bes
         globex, settings, "meter-en", "What opening meter reading did you take for my flat?", "reading of 00418"
     )
     assert any("WA-330871" in c for c in _current(_recall(globex, "meter-en", "What's my water account number?")))
+    # in place, what is out of date sits just below its correction, above the customer's own "it's 00481"; with
+    # ``marked_last`` it follows everything current
+    question = "What opening meter reading did you take for my flat?"
+    in_place = [r["current"] for r in _recall(globex, "meter-en", question, k=10)]
+    assert False in in_place, in_place
+    assert in_place != sorted(in_place, reverse=True), in_place
+    settings.MEMDESK_RECALL = {"marked_last": True}
+    marks = [r["current"] for r in _recall(globex, "meter-en", question, k=10)]
+    assert marks == sorted(marks, reverse=True), marks
+    settings.MEMDESK_RECALL = {}
     prompt = _as_current(_next_prompt(globex, fake_ollama, "meter-en", "What opening reading do you have?"))
     assert "reading of 00418" not in prompt, prompt
 
