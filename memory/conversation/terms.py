@@ -30,7 +30,7 @@ import numpy as np
 
 from memory.conversation.claims import COUNTED_WORDS_EN
 from memory.embeddings import models as embeddings
-from memory.text.language import has_cjk, pos_cut
+from memory.text.language import has_cjk, pos_cut, stop_words
 from memory.topics.values import senses, vocabulary, zh_values_in
 
 #: Word vectors at least this alike make two terms of the same kind (fitted on MultiWOZ's fit half); more alike
@@ -56,13 +56,6 @@ _VERB_FORM = re.compile(r"(?:ing|ed)$")
 
 _lock = threading.Lock()
 _vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-
-
-@cache
-def _stop_words() -> frozenset[str]:
-    from sumy.utils import get_stop_words
-
-    return frozenset(w.lower() for w in get_stop_words("english"))
 
 
 @cache
@@ -250,7 +243,7 @@ def terms_of(masked: str) -> frozenset[str]:
 
 
 def _latin_terms(masked: str) -> frozenset[str]:
-    stop = _stop_words()
+    stop = stop_words("en")
     words = (_POSSESSIVE.sub("", w.lower()) for w in _LATIN_WORD.findall(_MASK.sub(" ", masked)))
     # What a count counts ("people", "nights", "tickets") is the attribute of a value, not a choice.
     return frozenset(
@@ -475,7 +468,7 @@ def _frames(masked: str) -> dict[str, frozenset[str]]:
     direction it is given, for the first content word after a preposition of direction ("bring me to
     *Cambridge*", "heading to *norwich*": "@to"). Cached: a statement is compared with many, and its caller
     reads the frames, never changes them."""
-    stop = _stop_words()
+    stop = stop_words("en")
     out: dict[str, set[str]] = {}
     # A frame stays within its clause: "the hotel and do they have free parking" does not frame "free" by "hotel".
     text = _MASK.sub(" , ", masked)

@@ -22,7 +22,7 @@ from memory.recall.candidates import RecallHit
 from memory.recall.ranking import about_past, names_any, query_identifiers
 from memory.recall.tuning import tuning
 from memory.store.read import SCOPE_SQL, scope_params
-from memory.text.language import ZH_STOPWORDS, query_terms
+from memory.text.language import ZH_STOPWORDS, query_terms, stop_words
 from memory.topics.domains import named_domains
 from tenants.models import Tenant
 
@@ -258,10 +258,11 @@ def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: 
     asks about holds what changed (``_asked_part_holds``, ``mark_asked_part``)."""
     old, new = _values_by_attr(older), _values_by_attr(newer)
     replacements = named_replacements(newer.content)
+    own = _own_replaced(older.content) if replacements else []
     if tuning().restated_current and any(
         Replacement(r.new, r.old).stated_in(older.content)
         or _names_both(older.content, r)
-        or _replaces_itself(older.content, r.old)
+        or any(_flat(r.old) in o for o in own)
         for r in replacements
     ):
         # The older says what the newer puts in place: it asked for the change the newer confirms ("the number's
@@ -342,9 +343,7 @@ def _asked_part_holds(text: str, query: str, changed: list[str]) -> bool:
 
 @lru_cache(maxsize=1)
 def _function_words() -> frozenset[str]:
-    from sumy.utils import get_stop_words
-
-    return frozenset(w.casefold() for w in get_stop_words("english")) | ZH_STOPWORDS
+    return stop_words("en") | ZH_STOPWORDS
 
 
 #: A value said to be wrong: 「不是东十二舍，是西十二舍」, 「并非1203」, "not 04512", "not Row F". English takes only a
@@ -373,11 +372,16 @@ def _names_both(text: str, replacement: Replacement) -> bool:
     return _flat(replacement.old) in flat and _flat(replacement.new) in flat
 
 
-def _replaces_itself(text: str, term: str) -> bool:
-    """Whether ``text`` itself names ``term`` as what it replaces ("the 15th instead of the 1st", 「要燕麦色的，不要灰
-    色」): a later statement replacing the term changes nothing it holds true."""
+def _own_replaced(text: str) -> list[str]:
+    """What ``text`` itself names as replaced ("the 15th instead of the 1st", 「要燕麦色的，不要灰色」), flattened: a
+    later statement replacing it changes nothing ``text`` holds true."""
     rejected = [m.group("old") for m in _REJECTED_ZH.finditer(text)]
-    return any(_flat(term) in _flat(old) for old in [r.old for r in named_replacements(text)] + rejected)
+    return [_flat(old) for old in [r.old for r in named_replacements(text)] + rejected]
+
+
+def _replaces_itself(text: str, term: str) -> bool:
+    """Whether ``text`` itself names ``term`` as what it replaces (``_own_replaced``)."""
+    return any(_flat(term) in old for old in _own_replaced(text))
 
 
 def _written(text: str, attrs: set[str]) -> list[str]:

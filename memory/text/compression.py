@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from memory.text.language import CJK as _CJK
 from memory.text.language import CJK_RE as _CJK_RE
 from memory.text.language import Language, char_frequency, is_word, pos_cut
 from memory.text.language import language_of as _language
+from memory.text.language import stop_words as _stop_words
 from memory.text.redaction import PLACEHOLDER_RE, redact, redact_obj
 
 __all__ = [
@@ -483,13 +483,6 @@ _ZERO_VALUE_ZH = frozenset({"u", "uj", "ul", "uz", "ud", "ug", "uv", "y", "e", "
 _LOW_VALUE_ZH = frozenset({"d", "c", "p", "zg", "q", "k", "h", "dg"})
 _MID_VALUE_ZH = frozenset({"a", "ad", "an", "b", "z", "f", "r", "s", "t", "mq"})
 _ARTICLES = frozenset({"a", "an", "the"})
-
-
-@lru_cache(maxsize=2)
-def _stop_words(language: str) -> frozenset[str]:
-    from sumy.utils import get_stop_words
-
-    return frozenset(get_stop_words("chinese" if language == "zh" else "english"))
 
 
 @dataclass

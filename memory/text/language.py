@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import cache
 from types import ModuleType
 from typing import Literal
 
@@ -150,6 +151,14 @@ def document_text(parts: Iterable[str]) -> str:
     for part in parts:
         words.extend(segment(part))
     return " ".join(words)
+
+
+@cache
+def stop_words(language: Language) -> frozenset[str]:
+    """sumy's stop words of ``language`` ("zh" or "en"), lower-cased: the function words of a text."""
+    from sumy.utils import get_stop_words
+
+    return frozenset(w.lower() for w in get_stop_words("chinese" if language == "zh" else "english"))
 
 
 def query_terms(query: str) -> list[str]:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.text import cut
+from memory.text.language import stop_words
 
 __all__ = ["attributes_in", "attributes_of", "senses", "senses_of", "vocabulary", "vocabulary_of", "zh_values_in"]
 
@@ -58,9 +59,7 @@ def vocabulary_of(attributes: dict[str, list[str]]) -> dict[str, str]:
     """Each word of ``attributes``' values (attribute → its values) → the one attribute it belongs to: a whole
     value's, else the one whose values hold it; words two attributes claim alike, function words and words of
     fewer than three letters left out."""
-    from sumy.utils import get_stop_words
-
-    stop = frozenset(w.lower() for w in get_stop_words("english"))
+    stop = stop_words("en")
     whole: dict[str, set[str]] = {}
     part: dict[str, set[str]] = {}
     for attribute, values in attributes.items():
@@ -84,9 +83,7 @@ def senses_of(turns: list[tuple[str, frozenset[str]]], vocabulary: dict[str, str
     attributes it gave a new value, said in its words. A sense word is said in at least ``SENSE_COUNT`` of the
     turns that state the attribute, ``SENSE_LIFT`` times as often there as in all the turns; no function word, no
     word of the vocabulary, nothing shorter than three letters."""
-    from sumy.utils import get_stop_words
-
-    stop = frozenset(w.lower() for w in get_stop_words("english"))
+    stop = stop_words("en")
     everywhere: dict[str, int] = {}
     stating: dict[str, dict[str, int]] = {}
     counts: dict[str, int] = {}
