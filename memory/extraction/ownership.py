@@ -125,8 +125,8 @@ _CONTACTS_WORKPLACE = re.compile(
 # A self marker that is negated says the value is NOT the user's: 「这不是我的电话 138…」, "that's not my number".
 _NEGATED_SELF = re.compile(
     r"不是[我您](?:本人)?的?|并非[我您]的?|不属于[我您]|"
-    r"(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine|not me|isn't you(?:rs)?|is not you(?:rs)?|"
-    r"not yours)(?![A-Za-z]))"
+    r"(?i:(?<![A-Za-z])(?:not my|isn't mine|is not mine|not mine|not me|isn't you(?:rs?)?|is not you(?:rs?)?|"
+    r"not yours?)(?![A-Za-z]))"
 )
 #: A value said to be old or out of use: 「是我以前的号」, 「那个地址是旧的」, 「已停机」, "my old number", "no
 #: longer in use" — not the customer's detail now.
@@ -153,7 +153,8 @@ _CALLER = re.compile(
 #: says they are their own (「我的邮件签名」).
 _FORWARDED = re.compile(
     r"转发(?:的|一下|了)?(?:邮件|消息|短信|信息)|(?<!我的)(?<!我的邮件)签名(?:档|栏)?|"
-    r"(?i:(?<![A-Za-z])(?:forwarded (?:message|e-?mail|mail)|(?<!my )(?<!my e-mail )(?<!my email )signature|"
+    r"(?i:(?<![A-Za-z])(?:forwarded (?:message|e-?mail|mail)|(?:e-?mail|message|mail|text)s? (?:you|they|he|she|I) "
+    r"(?:forwarded|pasted|passed on)|(?<!my )(?<!my e-mail )(?<!my email )signature|"
     r"-{2,}\s*original message)(?![A-Za-z]))"
 )
 #: Right after a number: it calls or writes *to* the customer (「用 135… 打过来」, 「186… 打来」,
@@ -207,14 +208,19 @@ _SELF_BY_ROLE = {
     # 「已把联系电话改成…」, 「已将收货地址更新为…」: the agent changing a field of the account, said without 您
     r"(?:已|已经)?(?:把|将)(?:您的?)?(?:联系|收货|收件|默认|预留|登记的?)?(?:电话|手机号?|号码|地址|邮箱)"
     r"(?:改成|改为|更正为|更新为|修改为|变更为)|"
-    r"(?i:(?<![A-Za-z])(?:your|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
-    r"we have you|on (?:the|your) account|(?:call|text|reach|contact|e-?mail|message) you)(?![A-Za-z]))",
+    r"(?i:(?<![A-Za-z])(?:yours?|on file|you (?:gave|provided|registered|left|used|entered|put|listed|signed up with)|"
+    r"we have you|on (?:the|your) account|"
+    # the agent reaching the customer ("the driver will ring you on …"); "the email you forwarded" is a noun and
+    # the customer's act on it, not the agent e-mailing them
+    r"(?:call|text|reach|contact|e-?mail|message|ring|phone) you(?!\s+(?:[a-z]+ed|sent|got|forwarded|pasted)\b))"
+    r"(?![A-Za-z]))",
 }
 #: Right after a value: it is only a stand-in ("(555) 555-0100 as a placeholder").
 _PLACEHOLDER = re.compile(r"\s*(?i:as\s+(?:a|an)\s+)?(?i:placeholder|dummy|example|sample)(?![A-Za-z])")
 _EXAMPLE = re.compile(
     r"例如|比如|譬如|举个?例|示例|样例|例子|范例|格式(?:如|为|是|:|：)|比方说|假设|"
-    r"(?i:e\.g\.|for example|for instance|such as|"
+    r"(?i:e\.g\.|for example|for instance|such as|(?<![A-Za-z'’])(?<!I )(?<!d )(?<!would )(?<!we )(?<!you )"
+    r"(?<!looks )(?<!sounds )like\s*:?\s*$|"
     r"(?<![A-Za-z])(?:sample|dummy|format)(?![A-Za-z]))"
 )
 # After the value, a copula or a demonstrative hands the value to the possessor that follows:
@@ -222,6 +228,8 @@ _EXAMPLE = re.compile(
 _TAIL_LINK = re.compile(
     # another value joined to this one comes first: "We have 0491 570 156 and mia@… on file for you"
     r"(?:\s*(?:and|&|和|及|、|,)\s*[^\s,，;；]+(?=\s+(?i:on\s+file)))?"
+    # a relative clause hands it on too: "0491 570 411, which you said is yours"
+    r"(?:\s*,?\s*(?i:which|that)\s+(?:[\w']+\s+){0,3}?(?=(?i:is|was)\s))?"
     r"\s*(?:这个|那个|这|那|该)?\s*(?:号码|手机号?|电话|地址|邮箱)?\s*(?:根本|并|也|都|早就|真的?)?(?:不是|并非|是|为|属于|"
     r"(?i:is\s*n[o']t|isn't|is|was|belongs to)(?![A-Za-z])|=|[—-]+\s*(?=mine|my own|我的|是我的))|"
     r"\s*(?:这个|该)?(?:号码|电话)?\s*(?:联系|通知|回电给?|致电|打给)您|"
@@ -420,6 +428,15 @@ def is_quoted_or_example(text: str, start: int, end: int) -> bool:
     return bool(_EXAMPLE.search(text, max(sentence, closed + 1), start))
 
 
+_RELATIVE = re.compile(r"\s*,\s*(?i:which|that)(?![A-Za-z])")
+
+
+def _example_after(text: str, left: int, start: int, marker: str) -> bool:
+    """An example marker ("in the format", 「例如」) after the last ``marker`` in ``text[left:start]``."""
+    found = text.rfind(marker, left, start)
+    return found >= 0 and bool(_EXAMPLE.search(text, found + len(marker), start))
+
+
 def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     """Whose the profile value at ``text[start:end]`` is, said by ``role`` (``"user"``, else the agent's side).
 
@@ -433,6 +450,9 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
     venue = _VENUE_AFTER.match(text, end)
     if venue:
         return _last_marker(venue.group(0), role, tail=True) or Ownership("other", venue.group("noun"))
+    relative = _RELATIVE.match(text, end)
+    if relative is not None:  # the relative clause after a comma is the value's tail: "…, which is yours"
+        right = _clause_bounds(text, relative.end(), relative.end())[1]
     link = _TAIL_LINK.match(text[end:right][:48])
     tail = text[end : min(right, sentence_end)][: max(24, link.end() + 36 if link else 0)]
     found = _last_marker(tail, role, tail=True) if link else None
@@ -492,7 +512,11 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         found = Ownership("user", "appositive")
     if _CALLS_IN.match(text, end) and not (lead and lead.owner == "user"):
         return Ownership("other", "caller")
-    if is_quoted_or_example(text, start, end) and not (lead and lead.owner == "user"):
+    if is_quoted_or_example(text, start, end) and not (
+        lead and lead.owner == "user" and not _example_after(text, left, start, lead.marker)
+    ):
+        # an example between the customer's field and the value is the field's format, not its value: "please
+        # give your mobile in the format 07700 900000"
         return Ownership("other", "example")
     if found is not None:
         return found

@@ -51,6 +51,10 @@ def facts(text: str, role: str = "user") -> dict[str, list[str]]:
         ("那家火锅店的订位电话 0571-8600 0032，我订了周五", "user"),
         ("I rang the number on your website, (415) 555-0163, and nobody picked up", "user"),
         ("I'm booked at the Harbour Inn, 12 Quay Street, Galway, (415) 555-0164, till Monday", "user"),
+        # the agent's side of a denial, a forwarded text, a format to follow
+        ("Thanks, so (303) 555-0144 is not your number.", "assistant"),
+        ("The message you forwarded lists 020 7946 0771 at the bottom; that line isn't one of ours.", "assistant"),
+        ("Could you send your mobile in the format 0491 570 000, with no spaces?", "assistant"),
     ],
 )
 def test_a_value_the_message_says_is_not_the_customers_lands_on_no_key(text: str, role: str) -> None:
@@ -82,6 +86,17 @@ def test_an_example_in_quotes_stays_an_example_but_the_real_value_after_it_is_th
     found = facts("表单上的示例“北京市朝阳区XX路1号”我没删，真实地址是北京市海淀区知春路12号3栋201")
 
     assert found["address"] == ["北京市海淀区知春路12号3栋201"]
+
+
+def test_a_value_the_agent_shows_like_a_pattern_is_an_example_but_one_the_customer_would_like_is_theirs() -> None:
+    assert "email" not in facts("Type your address like sam.lee@example.com into the first field.", "assistant")
+    assert facts("I'd like it sent to 4 Mill Lane, Bath BA1 2AB please")["address"] == ["4 Mill Lane, Bath BA1 2AB"]
+
+
+def test_the_agent_ringing_the_customer_on_a_number_or_calling_it_theirs_after_a_comma_keys_it() -> None:
+    assert facts("Booked. The fitter will ring you on 0491 570 318 first.", "assistant")["phone"] == ["+61491570318"]
+    found = facts("I see 0491 570 415, which you said is yours, and 0491 570 426, which is your son's.", "assistant")
+    assert found["phone"] == ["+61491570415"]
 
 
 def test_an_example_after_e_g_is_not_the_customers_email() -> None:
