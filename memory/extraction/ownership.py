@@ -106,7 +106,7 @@ _WORK_BY_ROLE = {
     # The user's workplace: 「寄到我公司」, 「单位地址」, "my office address".
     "user": r"我(?:们)?(?:的)?(?:公司|单位)|公司|单位|办公室|上班的地方|工作地点|工位|写字楼|"
     r"(?i:(?<![A-Za-z])(?:office|workplace|employer|company|business address|work(?=\s+(?:address|phone|number|"
-    r"e-?mail))|at work|to work)(?![A-Za-z]))|"
+    r"e-?mail))|at work|to work|(?<=my\s)work)(?![A-Za-z]))|"
     # "I work at the clinic on 45 Harbour Road", "I work at Unit 6, …": where the customer works is their workplace
     r"(?i:(?<![A-Za-z])i\s+work\s+(?:at|in)(?=\s*$))|"
     r"(?i:(?<![A-Za-z])i\s+work\s+(?:at|in|for)\s+(?:the\s+|a\s+)?[\w' -]{1,30}?(?=\s+(?:on|at|in)\s+\d))",

@@ -257,13 +257,15 @@ _ADDRESS_TAIL = re.compile(
 _EN_STREET_TYPES = (
     r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Way|Court|Ct|Place|Pl|Plaza|Square|Sq|Circle|"
     r"Terrace|Parkway|Pkwy|Highway|Hwy|Grove|Close|Crescent|Cres|Row|Mews|Wharf|Parade|Walk|Gardens|Hill|View|Rise|"
-    r"Park|Green|Quay"
+    r"Park|Green|Quay|Estate"
 )
 _EN_UNIT = (
-    r"(?:(?i:Flat|Apt|Apartment|Unit|Suite|Ste|Level|Floor|Room)\.?\s*(?:\d[A-Za-z0-9/-]*|[A-Z]\d*)(?![a-z])|"
+    r"(?:(?:(?i:Flat|Apt|Apartment|Unit|Suite|Ste|Level|Floor|Room|Tower|Block)\.?\s*(?:\d[A-Za-z0-9/-]*|[A-Z]\d*)"
+    r"(?![a-z])|"
     r"\d{1,2}F\d{1,2}|"  # an Edinburgh flat by floor and door: "3F2, 19 Easter Road"
+    r"\d{1,2}/F|"  # a Hong Kong floor: "Flat B, 12/F, Tower 3, 8 Harbour Road"
     r"\d{1,2}(?:st|nd|rd|th)\s+(?i:Floor))"
-    r",?\s+"
+    r",?\s+){1,3}"
 )
 _EN_POSTCODE = (
     r"(?:,?\s*[A-Z]{2,3})?\s+\d{4,5}(?:-\d{4})?(?!\d)|"  # US state and ZIP, Australian state and postcode
@@ -279,7 +281,10 @@ _EN_ADDRESS = re.compile(
     r"(?:\s+(?:NE|NW|SE|SW|N|S|E|W)(?![A-Za-z]))?"
     r"(?:,?\s*(?:(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|#)\.?\s*[A-Za-z0-9-]+|"
     r"\d{1,3}(?:st|nd|rd|th)\s+Floor)(?![A-Za-z])){0,2}"
-    r"(?:,\s*[A-Z][a-zA-Z]+(?![\w])(?:\s[A-Z][a-zA-Z]+(?![\w]))*)?(?:" + _EN_POSTCODE + r")?"
+    # a town, or a suburb and its city ("Devonport, Auckland 0624", "Wan Chai, Hong Kong")
+    r"(?:,\s*[A-Z][a-zA-Z]+(?![\w])(?:\s[A-Z][a-zA-Z]+(?![\w]))*)?"
+    r"(?:,\s*[A-Z][a-zA-Z]+(?![\w])(?:\s[A-Z][a-zA-Z]+(?![\w]))*(?=(?:" + _EN_POSTCODE + r")|\s*(?:[.;!?\n]|$)))?"
+    r"(?:" + _EN_POSTCODE + r")?"
 )
 _PRODUCT_KEYWORD = re.compile(
     r"(?:产品型号|型号|机型|货号|(?<![A-Za-z])model(?:\s*(?:number|no\.?))?)"

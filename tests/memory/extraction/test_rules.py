@@ -438,6 +438,16 @@ def test_a_correction_that_starts_with_budui_is_a_change() -> None:
         ("to Flat 4B, 27 Carlisle Road, Brighton BN3 4FR please", "Flat 4B, 27 Carlisle Road, Brighton BN3 4FR"),
         ("I've got unit 7/42 Bondi Rd, Bondi NSW 2026 as my address", "unit 7/42 Bondi Rd, Bondi NSW 2026"),
         ("I'm at 77 West 85th Street, Apt 2R, New York, NY 10024", "77 West 85th Street, Apt 2R, New York, NY 10024"),
+        # floors, towers and blocks before the number; a suburb and its city after the street
+        (
+            "my flat is Flat C, 9/F, Block 2, 18 Tai Hang Road, Causeway Bay, Hong Kong.",
+            "Flat C, 9/F, Block 2, 18 Tai Hang Road, Causeway Bay, Hong Kong",
+        ),
+        (
+            "I live at 5 Marine Parade, Mount Maunganui, Tauranga 3116 now",
+            "5 Marine Parade, Mount Maunganui, Tauranga 3116",
+        ),
+        ("send it to 3 Park Lane, Bath, Anna will sign for it", "3 Park Lane, Bath"),
         ("收货地址填的浙江省杭州市西湖区文三路478号华星小区6幢", "浙江省杭州市西湖区文三路478号华星小区6幢"),
         (
             "我那个地址就是江苏南京鼓楼区中央路201号金轮新天地11栋1104 你们上次送到隔壁单元了",

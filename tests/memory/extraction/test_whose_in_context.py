@@ -374,3 +374,13 @@ def test_a_month_at_a_sentences_end_does_not_take_the_next_sentences_number_as_i
 
     assert found["address"] == ["14 Alder Road, Leeds LS6 4EE"]
     assert "date" not in found
+
+
+def test_my_work_before_an_address_is_the_customers_workplace_beside_their_home() -> None:
+    found = facts(
+        "home's 2 Ash Close, York YO10 3DD but weekdays send it to my work: "
+        "Unit 4, Clifton Trading Estate, York YO30 4XE"
+    )
+
+    assert found["address"] == ["2 Ash Close, York YO10 3DD"]
+    assert found["work_address"] == ["Unit 4, Clifton Trading Estate, York YO30 4XE"]
