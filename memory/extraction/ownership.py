@@ -565,7 +565,8 @@ def _pasted_block(text: str, start: int) -> Ownership | None:
 
 #: 「收件人周桂芳」, 「使用人是王子豪」: the sentence names who receives or uses what is sent.
 _RECIPIENT = re.compile(
-    r"(?:收件人|收货人|使用人|联系人)(?:是|为|叫|:|：)?\s*(?P<who>(?![我是为叫])[\u4e00-\u9fff]{2,4})"
+    # 「收件人写我自己」 names the customer: no one else
+    r"(?:收件人|收货人|使用人|联系人)(?:是|为|叫|写|填|:|：)?\s*(?P<who>(?![我是为叫写填])[\u4e00-\u9fff]{2,4})"
 )
 #: 「…，他电话 186…」: the value's sentence goes on to a third person's own contact details.
 _THIRD_PERSONS_OWN = re.compile(r"(?<!其)(?P<who>[他她])(?!们)的?(?:电话|手机|号码|地址|邮箱|微信)")

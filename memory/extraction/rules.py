@@ -174,8 +174,24 @@ _TRACKING_BARE = re.compile(_A + r"(?P<v>(?:SF|YT|ZTO|STO|YD|JT|EMS)\d{9,15}|1Z[
 _ORDER = re.compile(
     r"(?:订单号|订单编号|订单|(?<![" + _CJK + r"])单号|(?<=[的我您你个那这])单号|"
     # a return, a repair, a booking, a case: the ids the customer's requests go by
-    r"(?:退货|退款|售后|维修|服务|预订|预约)(?:申请|单)?号|工单号?|确认号|"
+    r"(?:退货|退款|售后|维修|服务|预订|预约)(?:申请|单)?号|工单(?:编)?号?|确认号|"
+    # a complaint's, a claim's, an appeal's form: 「投诉单号」, 「理赔单编号」
+    r"(?:投诉|理赔|申诉|报修|退换货?)单(?:编)?号|"
     r"(?<![A-Za-z])orders?(?:\s*(?:numbers?|no\.?|#|ids?|codes?))?(?:\s*,)?)" + _SEP + _CODE,
+    re.IGNORECASE,
+)
+# The other requests an English-speaking customer's ids go by, each id at least five characters ("case number
+# CAS-2026-4410", "booking ref BK-77120", "Ticket #HD-30218", "the order itself is 2026-1130-0042"); "in case 2026"
+# is no case.
+_REQUEST_ID = re.compile(
+    r"(?:(?<![A-Za-z])(?:order|booking)\s+itself|"
+    r"(?<![A-Za-z])(?<!in )(?:bookings?|reservations?|tickets?|cases?|claims?|returns?)(?:\s*(?:numbers?|no\.?|#|ids?|"
+    r"codes?|ref(?:erence)?(?:\s*(?:numbers?|no\.?))?))?|"
+    # a courier's or a carrier's reference is the parcel's, not the customer's request
+    r"(?<![A-Za-z])(?<!courier )(?<!carrier )(?<!tracking )ref(?:erence)?(?:\s*(?:numbers?|no\.?|#))?(?![A-Za-z]))"
+    + _SEP
+    + r"#?(?P<v>[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){4,39})"
+    + _Z,
     re.IGNORECASE,
 )
 # More codes of the same shape joined to the one just read: 「20261101009871 和 20261102004456」, "#US-55012 and
@@ -350,7 +366,7 @@ _NAME_CHANGED_ZH = re.compile(r"(?P<strength>(?:姓名|名字)(?:已)?(?:改为|
 # checked: "booked under my wife's name, Li Na" is hers).
 _NAME_UNDER_EN = re.compile(r"(?i:under\s+the\s+name(?:\s+of)?:?)\s+(?P<v>" + _FIRST_AND_LAST + r")" + _Z)
 _NAME_FIELD_EN = re.compile(
-    r"(?:^|\n|/)\s*(?i:me|name|full name|my name)\s*[:：]\s*(?P<v>" + _FIRST_AND_LAST + r")" + _Z
+    r"(?:^|\n|/)\s*(?:[-*•·]\s*)?(?i:me|name|full name|my name)\s*[:：]\s*(?P<v>" + _FIRST_AND_LAST + r")" + _Z
 )
 _NAME_AGENT_EN = re.compile(
     r"(?i:(?P<strength>your (?:full )?name is|the name on (?:the|your) (?:account|file|booking|reservation) is|"
@@ -369,6 +385,9 @@ _NAME_READBACK_EN = re.compile(
 _NAME_SIGNED_EN = re.compile(
     r"(?:\n\s*[-—–~]+\s*|(?i:(?:^|\n|[.!?]\s+)\s*(?:thanks|thank you|cheers|regards|best|kind regards|best regards|"
     r"many thanks|sincerely|yours)[,!.]?\s*(?:\n|[-—–]\s*)\s*))(?P<v>" + _FULL_NAME + r")\s*$"
+    # a closing line of its own with a full name after a comma: "…rather than post it?\nCheers, Tom Baxter"
+    r"|\n\s*(?i:thanks|thank you|cheers|regards|best|kind regards|best regards|many thanks|sincerely|yours),[ \t]*"
+    r"(?P<c>" + _FIRST_AND_LAST + r")[ \t]*[.!]?\s*$"
     r"|^\s*(?i:(?:hi|hello|hey|good (?:morning|afternoon|evening))[,!.]?\s+)?"
     r"(?:(?i:it's|it’s|this is)\s+(?P<w>" + _FIRST_AND_LAST + r")(?=[\s,.!;]|$)"
     r"|(?P<u>" + _FIRST_AND_LAST + r"(?=\s+(?i:speaking|here)(?![A-Za-z]))|[A-Z][a-z]+(?=\s+speaking\b)))"
@@ -439,6 +458,7 @@ def _extract_codes(state: _Extraction) -> None:
         (_TRACKING_KEYWORD, "tracking_number"),
         (_TRACKING_BARE, "tracking_number"),
         (_ORDER, "order_id"),
+        (_REQUEST_ID, "order_id"),
     ):
         for match in pattern.finditer(state.text):
             value = match.group("v")
@@ -645,7 +665,7 @@ def _extract_names(state: _Extraction) -> None:
             _add_chinese_name(state, *addressed.span("v"))
         return
     for match in _NAME_SIGNED_EN.finditer(state.text):
-        group = next(name for name in ("v", "w", "u") if match.group(name))
+        group = next(name for name in ("v", "w", "u", "c") if match.group(name))
         _add_english_name(state, match.start(group), match.end(group), owner_checked=False)
     for match in (*_NAME_FIELD_EN.finditer(state.text), *_NAME_UNDER_EN.finditer(state.text)):
         _add_english_name(state, match.start("v"), match.end("v"), owner_checked=False)

@@ -134,8 +134,9 @@ def test_order_and_tracking_numbers(text: str, key: str, value: str) -> None:
     assert (fact.type, fact.expires_in) == LIFETIMES[key]
 
 
-def test_work_order_numbers_are_not_order_ids() -> None:
-    assert values("您的投诉单号为 TS20241102007", "order_id", role="assistant") == []
+def test_an_order_or_a_complaint_named_without_its_id_gives_no_order_id() -> None:
+    # a complaint's id is the customer's case (test_whose_in_context); its word alone names none
+    assert values("您的投诉单已提交，请耐心等待", "order_id", role="assistant") == []
     assert values("订单创建失败", "order_id") == []
 
 

@@ -384,3 +384,44 @@ def test_my_work_before_an_address_is_the_customers_workplace_beside_their_home(
 
     assert found["address"] == ["2 Ash Close, York YO10 3DD"]
     assert found["work_address"] == ["Unit 4, Clifton Trading Estate, York YO30 4XE"]
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "name"),
+    [
+        ("For the refund:\n- Name: Grace Otieno\n- Phone: 0161 496 0577", "user", "Grace Otieno"),
+        ("Could the receipt go by email please?\nCheers, Ravi Menon", "user", "Ravi Menon"),
+    ],
+)
+def test_the_customers_name_in_a_bulleted_field_or_a_closing_line_is_keyed(text: str, role: str, name: str) -> None:
+    assert facts(text, role)["name"] == [name]
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "order_id"),
+    [
+        ("my case number is CAS-2027-0031, still waiting", "user", "CAS-2027-0031"),
+        ("booking ref QX-40213, I'm the lead guest", "user", "QX-40213"),
+        ("Ticket #SR-55102 is now with the billing team.", "assistant", "SR-55102"),
+        ("the tracking is 1Z999AA10123456700 but the order itself is 2027-0112-0450", "user", "2027-0112-0450"),
+        ("已为您登记，工单编号GD-20391。", "assistant", "GD-20391"),
+        ("您的投诉单号是TS2027010900041，请留意短信。", "assistant", "TS2027010900041"),
+    ],
+)
+def test_the_ids_a_customers_requests_go_by_are_order_ids(text: str, role: str, order_id: str) -> None:
+    assert facts(text, role)["order_id"] == [order_id]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["in case 2026 is a busy year for you", "the courier ref is DPD-55120340 if that helps"],
+)
+def test_a_year_after_in_case_or_a_couriers_reference_is_no_order_id(text: str) -> None:
+    assert "order_id" not in facts(text)
+
+
+def test_the_customer_naming_themselves_as_recipient_keeps_the_address_their_own() -> None:
+    found = facts("寄到南京市鼓楼区中山北路30号2栋501室 收件人写我自己 电话13900004418")
+
+    assert found["address"] == ["南京市鼓楼区中山北路30号2栋501室"]
+    assert "contact_address" not in found
