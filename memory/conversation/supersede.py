@@ -464,6 +464,13 @@ def _expiry_clauses(text: str) -> list[str]:
     return [c for c in re.split(r"(?<=[。！？!?\n])|(?<=\.)\s+", text) if _EXPIRED.search(c)]
 
 
+def said_expired(text: str, value: str) -> bool:
+    """Whether a sentence of ``text`` that says something has stopped being valid names ``value`` (「之前那个180元的
+    报价是48小时内有效，现在已经过期了」 for 180)."""
+    wanted = re.sub(r"\s+", "", value).casefold()
+    return bool(wanted) and any(wanted in re.sub(r"\s+", "", c).casefold() for c in _expiry_clauses(text))
+
+
 def _ends_validity(old: Claim, new: Claim, similarity: float) -> bool:
     """Whether ``new`` says that what ``old`` said may be used has stopped being valid: a sentence of ``new`` says
     something expired, ``old`` says something is valid or usable and says nothing has expired, and the expired
@@ -1274,4 +1281,4 @@ def about_data(claim: Claim) -> dict[str, Any] | None:
     return claim.to_data()
 
 
-__all__ = ["Verdict", "about_data", "judge", "supersede_older", "validity_seconds"]
+__all__ = ["Verdict", "about_data", "judge", "said_expired", "supersede_older", "validity_seconds"]

@@ -15,11 +15,11 @@ from django.db import connection
 from conversations.models import ChatSession
 from memory.conversation.claims import asked_attrs, claim_of, clause_label, names_label, states_criterion
 from memory.conversation.replacement import Replacement, named_replacements
-from memory.conversation.supersede import TERM, changed_in_form
-from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, squash
+from memory.conversation.supersede import TERM, changed_in_form, said_expired
+from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, is_question, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
-from memory.recall.ranking import about_past, names_any, query_identifiers
+from memory.recall.ranking import about_past, is_question_unit, names_any, query_identifiers
 from memory.recall.tuning import tuning
 from memory.store.read import SCOPE_SQL, scope_params
 from memory.text.language import ZH_STOPWORDS, query_terms, stop_words
@@ -531,6 +531,100 @@ def answered_anew(tenant: Tenant, units: list[MemoryUnit], asked: set[str], name
     return out
 
 
+# The agent's reply to a customer's message: the next message of its session, said by the agent, with its
+# conversation units (none where the writer kept only keyed facts of it).
+_REPLY_SQL = """
+SELECT q.id, rm.text, r.id
+FROM memory_memoryunit q
+JOIN chat_message qm ON qm.tenant_id = q.tenant_id AND qm.id = q.source_message_id
+JOIN chat_message rm ON rm.tenant_id = qm.tenant_id AND rm.session_id = qm.session_id AND rm.seq = qm.seq + 1
+     AND rm.role = 'assistant'
+LEFT JOIN memory_memoryunit r ON r.tenant_id = rm.tenant_id AND r.source_message_id = rm.id
+     AND r.key LIKE 'conversation:%%'
+WHERE q.tenant_id = %(tenant)s AND q.id = ANY(%(ids)s)
+"""
+#: A number as a customer writes it in a question (「还是6800吧？」, "Doors at 7, right?"): bare, without a unit.
+_NUMBER = re.compile(r"(?<![0-9A-Za-z.])\d+(?:[.:]\d+)?(?![0-9A-Za-z])")
+
+
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9-]{4,}")
+#: A value wanted rather than proposed: a range or a bound (「人均50-100元」, 「评分4.5分以上」, 「50元以下」).
+_WANTED = re.compile(r"\d\s*[-~～到至]\s*\d|以上|以下|以内|之间|不超过|不低于|至少|最多|低于|高于|左右")
+
+
+def _proposed(text: str) -> tuple[set[str], set[str]]:
+    """What a question proposes: the kinds of the values it states, and every value as written (those, its
+    identifiers and its bare numbers)."""
+    claim = claim_of(text)
+
+    def bare(match: re.Match[str]) -> bool:  # outside every value the claim reads
+        return not any(v.start < match.end() and match.start() < v.end for v in claim.values)
+
+    written = {v.text for v in claim.values} | {m.group(0) for m in _NUMBER.finditer(text) if bare(m)}
+    written |= {m.group(0) for m in _CODE_TOKEN.finditer(text) if bare(m) and re.search(r"\d", m.group(0))}
+    return {v.kind for v in claim.values}, {w for w in written if w.strip()}
+
+
+def _asks(unit: MemoryUnit) -> bool:
+    """Whether a unit asks something: the writer said so, or one of its sentences is a question (「私教课包还是6800
+    吧？我想买了。」)."""
+    return is_question_unit(unit) or any(is_question(s) for s in re.split(r"(?<=[。！？!?\n])", unit.content) if s)
+
+
+def _answers_otherwise(question: MemoryUnit, reply: str) -> list[str]:
+    """What of ``question`` the agent's ``reply`` did not keep: the values it says are wrong or have expired, or —
+    for a question proposing one value — that value, where the reply gives one of its kind (a bare number: any
+    number) and not it. A question wanting a range or a bound, or giving several values, asks for something the
+    reply offers (「帮我找一家人均100-150元、评分4.5分以上的餐馆」, answered 「人均消费64元」): no check."""
+    kinds, proposed = _proposed(question.content)
+    wrong = _rejects(reply, question) or [p for p in sorted(proposed) if said_expired(reply, p)]
+    if wrong or len(proposed) != 1 or _WANTED.search(question.content) or wants_bound(question.content):
+        return wrong  # several values, a range or a bound: a request the reply offers something for, no check
+    if not _asks(question):
+        return []
+    said = _flat(reply).replace(" ", "")
+    answer = claim_of(reply).values
+    # the value said again, as written or as read (「100块」 is 「100元」), or its number among the reply's
+    norms = {v.norm for v in claim_of(question.content).values}
+    numbers = set(_NUMBER.findall(reply)) | {n for v in answer for n in _NUMBER.findall(v.norm)}
+    if (
+        any(_flat(p).replace(" ", "") in said for p in proposed)
+        or norms & {v.norm for v in answer}
+        or (not norms and proposed & numbers)
+    ):
+        return []
+    given = [v for v in answer if v.kind in kinds or (not kinds and _NUMBER.search(v.text))]
+    return sorted(proposed) if given else []
+
+
+def answered_otherwise(tenant: Tenant, units: list[MemoryUnit], query: str) -> dict[Any, Any]:
+    """The customer's statements among ``units`` that the agent's reply in the same turn did not keep, each with a
+    unit of that reply (None where the reply left none): a value the reply says is wrong or has expired
+    (「东门A区？我刚过去看了没有」, answered 「是东门B区，不是A区」; 「之前说的是180对？」, answered 「180元的报价…已经
+    过期了」), or a question's value where the reply gives another of its kind and not that one (「私教课包还是
+    6800吧？」, answered 「20节现在是7200元」). A question is no statement: what the reply says is what holds; a reply
+    that says the value again keeps it ("Is it order 12345?", "Yes, 12345 ships Friday"). Message and reply share
+    their turn's moment, so no rule of order sees this. Of a statement, only the part ``query`` asks about counts
+    (``_asked_part_holds``)."""
+    theirs = {u.pk: u for u in units if u.source_role == "user"}
+    if not theirs:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_REPLY_SQL, {"tenant": tenant.pk, "ids": list(theirs)})
+        rows = cursor.fetchall()
+    out: dict[Any, Any] = {}
+    for pk, reply, reply_unit in rows:
+        if pk in out:
+            continue
+        changed = _answers_otherwise(theirs[pk], reply)
+        # a question asks about one thing, its subject often in the sentence before (「那搬运费我还是得付。之前说
+        # 的是180对？」): only a statement is narrowed to the part asked
+        asked = _asks(theirs[pk]) or not query or _asked_part_holds(theirs[pk].content, query, changed)
+        if changed and asked:
+            out[pk] = reply_unit
+    return out
+
+
 def _after_overtakers(hits: list[RecallHit], overtaken: dict[Any, Any], changed: set[Any]) -> list[RecallHit]:
     """``hits`` where a unit ranked above the newer unit that overtook it gives that unit its place: the
     newer one moves up to just above it, and the older is marked ``stale`` where it is among ``changed``.
@@ -685,6 +779,13 @@ def current_first(
         query=query or "",
     )
     current = _after_overtakers(current, overtakers, changed)
+    if tuning().answered_otherwise and query and not about_past(query):
+        replied = answered_otherwise(
+            tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], query or ""
+        )
+        for hit in current:
+            hit.stale = hit.stale or hit.memory.pk in replied
+        current = _after_overtakers(current, replied, set(replied))
     if query and asked and not about_past(query):
         anew = answered_anew(
             tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], asked, named_domains(query)

@@ -82,6 +82,11 @@ class RecallTuning:
     #: only when the clause of it the question's words find best holds that value: the rest of it is as true as it
     #: was. False: marked whole.
     mark_asked_part: bool = True
+    #: A customer's question proposing a value the agent's reply in the same turn did not keep (said it wrong or
+    #: expired, or gave another of its kind: 「还是6800吧？」, 「现在是7200元」) is marked no longer current, unless the
+    #: question asks about the past, and follows the reply where both are among the hits
+    #: (``currency.answered_otherwise``). False: a question and its reply share a moment and neither overtakes.
+    answered_otherwise: bool = True
     #: For a question asking for an attribute (``claims.asked_attrs``), an older candidate unit giving it a value
     #: that a newer one of the same conversation, at least this similar, gives another value is stale for the
     #: question and ranks after every current hit (``currency.answered_anew``, where the other conditions are).

@@ -1850,3 +1850,62 @@ def test_a_changed_phone_leaves_the_work_order_number_beside_it_current(acme, fa
     phone = [r for r in _recall(acme, "repair-zh", "我的联系电话是多少？") if booking in r["memory"]["content"]]
     assert not any(r["current"] for r in phone), phone
     _current_but_marked_without(acme, settings, "repair-zh", "我那个维修工单号是多少？", booking, "mark_asked_part")
+
+
+def _marked_only_with(ctx: TenantCtx, settings: Any, end_user: str, question: str, needle: str, knob: str) -> None:
+    """Recall for ``question`` finds ``needle`` and does not serve it as current; with ``knob`` off it would."""
+    results = _recall(ctx, end_user, question, k=10)
+    assert any(needle in c for c in _contents(results)), results
+    assert not any(needle in c for c in _current(results)), results
+    settings.MEMDESK_RECALL = {knob: False}
+    assert any(needle in c for c in _current(_recall(ctx, end_user, question, k=10)))
+    settings.MEMDESK_RECALL = {}
+
+
+def test_a_price_the_customer_checks_is_no_longer_current_when_the_reply_gives_another(acme, fake_ollama, settings):
+    """「年卡续费还是1980吧？」 answered 「现在是2180元」 in the same turn: the customer's question carried the old
+    price; message and reply share a moment, so only the reply's words show it no longer holds."""
+    _session(
+        acme, fake_ollama, "renew-zh",
+        [("你好，我的年卡下个月到期。", "好的，到期前我们会短信提醒您。"),
+         ("年卡续费还是1980吧？我准备续了。", "年卡这个月起调整为2180元，老会员续费可以打九折。")],
+    )  # fmt: skip
+    _marked_only_with(acme, settings, "renew-zh", "年卡续费现在要多少钱？", "还是1980", "answered_otherwise")
+    assert any("2180" in c for c in _current(_recall(acme, "renew-zh", "年卡续费现在要多少钱？")))
+
+
+def test_a_time_the_customer_checks_is_no_longer_current_when_the_reply_gives_another(globex, fake_ollama, settings):
+    """ "Checkout's at 11, right?" answered "checkout is 10:30am": the question's time is not what holds."""
+    _session(
+        globex, fake_ollama, "checkout-en",
+        [("Hi, I'm in room 214 till Sunday.", "Welcome! Let us know if you need anything."),
+         ("Checkout's at 11, right? I'd like a lie-in.", "On Sundays checkout is 10:30am, I'm afraid.")],
+    )  # fmt: skip
+    _marked_only_with(
+        globex, settings, "checkout-en", "What time is checkout?", "Checkout's at 11", "answered_otherwise"
+    )
+
+
+def test_a_locker_the_reply_says_is_wrong_is_no_longer_current(globex, fake_ollama, settings):
+    """The customer names locker A3; the agent's reply in the same turn says it is B7, not A3."""
+    _session(
+        globex, fake_ollama, "locker-en",
+        [("My parcel is in locker A3 I think, but I can't find it there.",
+          "Sorry for the confusion: it's in locker B7, not A3. Same collection code.")],
+    )  # fmt: skip
+    _marked_only_with(globex, settings, "locker-en", "Which locker is my parcel in?", "locker A3", "answered_otherwise")
+
+
+def test_a_value_the_customer_checks_and_the_reply_confirms_stays_current(globex, fake_ollama):
+    """ "Is the table still for 4 people?", "Yes, 4 people at 7pm": the reply keeps the question's value."""
+    _session(
+        globex, fake_ollama, "table-en",
+        [("Is the table still for 4 people?", "Yes, 4 people at 7pm on Friday, table by the window.")],
+    )  # fmt: skip
+    held = [
+        r
+        for r in _recall(globex, "table-en", "How many people is the table for?")
+        if "4 people" in r["memory"]["content"]
+    ]
+    assert held
+    assert all(r["current"] for r in held), held

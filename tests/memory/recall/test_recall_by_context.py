@@ -168,7 +168,10 @@ def test_the_background_writer_gives_a_unit_the_same_context(globex, fake_ollama
     write_announced([Announced(str(globex.tenant.pk), str(messages[0].session_id), tuple(str(m.pk) for m in messages))])
     # then the reference's unit carries the request it answers and, a level lower, the route named before it
     with tenant_scope(globex.tenant):
-        unit = MemoryUnit.objects.for_tenant(globex.tenant).get(content__contains="I4012ZAZ")
+        # the conversation unit, not the booking reference keyed as an order id from the same message
+        unit = MemoryUnit.objects.for_tenant(globex.tenant).get(
+            key__startswith="conversation:", content__contains="I4012ZAZ"
+        )
     assert "book" in unit.search_context.split()
     assert {"kings", "lynn", "friday"} <= set(unit.search_around.split())
     assert "I4012ZAZ" in unit.content
