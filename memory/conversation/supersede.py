@@ -440,6 +440,12 @@ _PENDING_EN = re.compile(
     r"(?i)\b(?:(?:has|have|had|is|are|was|were|did|does|do)(?:n't|\s+not)|never|not\s+yet|yet\s+to)"
     r"(?:\s+(?:yet|still|even|been|be|get|got|being))*\s+(?P<act>[a-z]{3,})\b"
 )
+#: An act a state awaits, named as a noun or a verb ("awaiting approval", "pending review", "we need approval from
+#: the grid operator", "waiting for the assessor to confirm"): the English of 「待…」.
+_AWAITED_EN = re.compile(
+    r"(?i)\b(?:awaiting|pending|waiting\s+(?:for|on)|needs?|requires?)\s+(?:the\s+|an?\s+|your\s+)?"
+    r"(?:[a-z]+\s+(?:to\s+))?(?P<act>[a-z]{3,})\b"
+)
 _DONE_EN = re.compile(
     r"(?i)\b(?:has|have|had|is|are|was|were|got)(?!n't)(?:\s+(?:now|already|just|finally|successfully|been))*"
     r"\s+(?P<act>[a-z]{3,}(?:ed|en))\b"
@@ -570,8 +576,8 @@ def progressed(old: Claim, new: Claim) -> bool:
         done = {m.group("act") for m in _DONE_ZH.finditer(new.masked)}
         still = _pending_zh(new.masked)
     elif not (has_cjk(old.masked) or has_cjk(new.masked)):
-        pending = _acts(_PENDING_EN, old.masked)
-        still = _acts(_PENDING_EN, new.masked)
+        pending = _acts(_PENDING_EN, old.masked) | _acts(_AWAITED_EN, old.masked)
+        still = _acts(_PENDING_EN, new.masked) | _acts(_AWAITED_EN, new.masked)
         done = _acts(_DONE_EN, _PENDING_EN.sub(" ", new.masked))  # "hasn't been refunded" is not "been refunded"
     else:
         return False

@@ -692,6 +692,27 @@ def test_a_refund_not_processed_yet_and_processed_now_is_no_longer_current(globe
     assert "hasn't been processed" not in _as_current(prompt), prompt
 
 
+def test_a_claim_awaiting_review_and_reviewed_now_is_no_longer_current(globex, fake_ollama):
+    # given the agent said the claim was awaiting review, and later that it has been reviewed — the English of 「待…」
+    _session(
+        globex, fake_ollama, "awaiting-en",
+        [("What's happening with my water damage claim?",
+          "Your water damage claim is awaiting review by our assessor.")],
+    )  # fmt: skip
+    between = _said_at(globex, "awaiting review")
+    _session(
+        globex, fake_ollama, "awaiting-en",
+        [("Any news on the water damage claim?", "Your water damage claim has been reviewed and approved.")],
+    )  # fmt: skip
+
+    # then "awaiting review" is no longer current; asked as of before, it was
+    results = _recall(globex, "awaiting-en", "Has my water damage claim been reviewed?")
+    assert any("has been reviewed" in c for c in _current(results)), results
+    assert not any("awaiting review" in c for c in _current(results)), results
+    earlier = _recall(globex, "awaiting-en", "Has my water damage claim been reviewed?", between)
+    assert any("awaiting review" in c for c in _current(earlier)), earlier
+
+
 def _assert_a_later_state_holds(
     ctx: TenantCtx, fake: Any, end_user: str, first: tuple[str, str], later: tuple[str, str],
     states: tuple[str, str], asked: tuple[str, str, str],
