@@ -693,6 +693,7 @@ def _extract_names(state: _Extraction) -> None:
                 )
             )
     _extract_name_intros(state, _NAME_INTRO_ZH, ((_SURNAME_EN, "surname"), (_NAME_EN, "")))
+    _extract_self_named(state)
 
 
 def _extract_corrected_name(state: _Extraction) -> None:
@@ -727,6 +728,35 @@ def _add_english_name(state: _Extraction, start: int, end: int, *, owner_checked
     state.add(_Found(start, end, "name", value, {"name": value}))
 
 
+def _names_the_customer(state: _Extraction, start: int, end: int) -> bool:
+    """Whether a name after an introduction is the customer's: their own words say so, or the agent reads a name
+    field back (「开户人姓名为…」, 「姓名改为您本人…」) and nothing around it names another owner."""
+    ownership = whose(state.text, start, end, role=state.role)
+    return ownership.owner == "user" or (state.role != "user" and ownership.owner == "other" and not ownership.marker)
+
+
+#: The customer saying a name is theirs: 「收件人写的是孙浩然，就是我本人」, "That IS me, Nathan Brooks",
+#: "Nathan Brooks, that's me".
+_SELF_NAMED_ZH = re.compile(r"(?P<v>[" + _CJK + r"]{2,4})\s*[，,]?\s*(?:就是|正是)我(?:本人|自己)?")
+_SELF_NAMED_EN = re.compile(
+    r"(?i:(?:that|this|it)(?:'s|’s|\s+is|\s+was)\s+me)[,:]?\s+(?P<v>" + _FIRST_AND_LAST + r")" + _Z
+    + r"|(?P<w>" + _FIRST_AND_LAST + r"),?\s+(?i:that's|that’s|that is|it's|it’s)\s+me(?![A-Za-z])"
+)
+
+
+def _extract_self_named(state: _Extraction) -> None:
+    """A name the customer says is theirs (``_SELF_NAMED_ZH``, ``_SELF_NAMED_EN``); of Chinese characters before
+    「就是我本人」, the longest ending that is a Chinese name."""
+    for match in _SELF_NAMED_ZH.finditer(state.text):
+        start, end = match.span("v")
+        for size in (4, 3, 2):
+            if end - start >= size and _add_chinese_name(state, end - size, end):
+                break
+    for match in _SELF_NAMED_EN.finditer(state.text):
+        group = "v" if match.group("v") else "w"
+        _add_english_name(state, match.start(group), match.end(group), owner_checked=True)
+
+
 def _extract_name_intros(
     state: _Extraction, intro_zh: re.Pattern[str], patterns_en: tuple[tuple[re.Pattern[str], str], ...]
 ) -> None:
@@ -747,7 +777,7 @@ def _extract_name_intros(
         if _HONORIFIC.search(word):
             continue  # 「叫我赵先生就行」: a form of address, not a name
         start = match.end()
-        if state.free(start, start + len(word)) and state.owner(start, start + len(word)) == "user":
+        if state.free(start, start + len(word)) and _names_the_customer(state, start, start + len(word)):
             state.add(_Found(start, start + len(word), "name", word, {"name": word}))
     for pattern, label in patterns_en:
         for match in pattern.finditer(state.text):

@@ -425,3 +425,22 @@ def test_the_customer_naming_themselves_as_recipient_keeps_the_address_their_own
 
     assert found["address"] == ["南京市鼓楼区中山北路30号2栋501室"]
     assert "contact_address" not in found
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "name"),
+    [
+        # the agent reads the account holder's name back, or sets the recipient to the customer
+        ("已核对持卡人姓名为何思琪，与预留信息一致。", "assistant", "何思琪"),
+        ("已将收货人姓名改为您本人邓子轩。", "assistant", "邓子轩"),
+        # the customer says a name is theirs
+        ("单子上写的收件人是 邹明哲 ，就是我本人", "user", "邹明哲"),
+        ('the label says "Attn: R. Osei" - that is me, Rebecca Osei, so it is mine', "user", "Rebecca Osei"),
+    ],
+)
+def test_a_name_read_back_from_a_field_or_said_to_be_the_customers_is_keyed(text: str, role: str, name: str) -> None:
+    assert facts(text, role)["name"] == [name]
+
+
+def test_a_name_field_the_agent_reads_for_someone_named_otherwise_is_not_the_customers() -> None:
+    assert "name" not in facts("收件人姓名为王建国，是您父亲，对吗？", "assistant")
