@@ -512,6 +512,11 @@ def whose(text: str, start: int, end: int, *, role: str) -> Ownership:
         found = Ownership("user", "appositive")
     if _CALLS_IN.match(text, end) and not (lead and lead.owner == "user"):
         return Ownership("other", "caller")
+    if lead and lead.owner == "user" and _quoted(text, start, end):
+        mark = text.rfind(lead.marker, left, start)
+        if mark >= 0 and _quoted(text, mark, mark + len(lead.marker)):
+            # the words that make it someone's own are quoted with it: a template's "Hi, my name is John Smith"
+            return Ownership("other", "quoted")
     if is_quoted_or_example(text, start, end) and not (
         lead and lead.owner == "user" and not _example_after(text, left, start, lead.marker)
     ):

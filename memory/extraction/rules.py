@@ -739,8 +739,13 @@ def _names_the_customer(state: _Extraction, start: int, end: int) -> bool:
 #: "Nathan Brooks, that's me".
 _SELF_NAMED_ZH = re.compile(r"(?P<v>[" + _CJK + r"]{2,4})\s*[，,]?\s*(?:就是|正是)我(?:本人|自己)?")
 _SELF_NAMED_EN = re.compile(
-    r"(?i:(?:that|this|it)(?:'s|’s|\s+is|\s+was)\s+me)[,:]?\s+(?P<v>" + _FIRST_AND_LAST + r")" + _Z
-    + r"|(?P<w>" + _FIRST_AND_LAST + r"),?\s+(?i:that's|that’s|that is|it's|it’s)\s+me(?![A-Za-z])"
+    r"(?i:(?:that|this|it)(?:'s|’s|\s+is|\s+was)\s+me)[,:]?\s+(?P<v>"
+    + _FIRST_AND_LAST
+    + r")"
+    + _Z
+    + r"|(?P<w>"
+    + _FIRST_AND_LAST
+    + r"),?\s+(?i:that's|that’s|that is|it's|it’s)\s+me(?![A-Za-z])"
 )
 
 

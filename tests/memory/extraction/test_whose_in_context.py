@@ -444,3 +444,10 @@ def test_a_name_read_back_from_a_field_or_said_to_be_the_customers_is_keyed(text
 
 def test_a_name_field_the_agent_reads_for_someone_named_otherwise_is_not_the_customers() -> None:
     assert "name" not in facts("收件人姓名为王建国，是您父亲，对吗？", "assistant")
+
+
+def test_a_template_quoted_with_its_own_my_name_is_is_not_the_customers_name() -> None:
+    found = facts('your form shows "Hello, my name is Jane Doe, my phone is (212) 555-0100" - what do I put there?')
+
+    assert "name" not in found
+    assert "phone" not in found
