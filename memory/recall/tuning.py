@@ -85,8 +85,10 @@ class RecallTuning:
     #: A customer's question proposing a value the agent's reply in the same turn did not keep (said it wrong or
     #: expired, or gave another of its kind: 「还是6800吧？」, 「现在是7200元」) is marked no longer current, unless the
     #: question asks about the past, and follows the reply where both are among the hits
-    #: (``currency.answered_otherwise``). False: a question and its reply share a moment and neither overtakes.
-    answered_otherwise: bool = True
+    #: (``currency.answered_otherwise``). Off by default: chosen on the fit halves, it marks nothing on the blind
+    #: report halves and CrossWOZ's, and one answer on MultiWOZ's (bench/RESULTS.md). Off, a question and its reply
+    #: share a moment and neither overtakes.
+    answered_otherwise: bool = False
     #: For a question asking for an attribute (``claims.asked_attrs``), an older candidate unit giving it a value
     #: that a newer one of the same conversation, at least this similar, gives another value is stale for the
     #: question and ranks after every current hit (``currency.answered_anew``, where the other conditions are).

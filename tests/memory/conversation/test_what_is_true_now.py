@@ -1874,7 +1874,9 @@ def test_a_changed_phone_leaves_the_work_order_number_beside_it_current(acme, fa
 
 
 def _marked_only_with(ctx: TenantCtx, settings: Any, end_user: str, question: str, needle: str, knob: str) -> None:
-    """Recall for ``question`` finds ``needle`` and does not serve it as current; with ``knob`` off it would."""
+    """With ``knob`` on, recall for ``question`` finds ``needle`` and does not serve it as current; with it off (the
+    default of ``answered_otherwise``) it does."""
+    settings.MEMDESK_RECALL = {knob: True}
     results = _recall(ctx, end_user, question, k=10)
     assert any(needle in c for c in _contents(results)), results
     assert not any(needle in c for c in _current(results)), results
@@ -1917,8 +1919,9 @@ def test_a_locker_the_reply_says_is_wrong_is_no_longer_current(globex, fake_olla
     _marked_only_with(globex, settings, "locker-en", "Which locker is my parcel in?", "locker A3", "answered_otherwise")
 
 
-def test_a_value_the_customer_checks_and_the_reply_confirms_stays_current(globex, fake_ollama):
+def test_a_value_the_customer_checks_and_the_reply_confirms_stays_current(globex, fake_ollama, settings):
     """ "Is the table still for 4 people?", "Yes, 4 people at 7pm": the reply keeps the question's value."""
+    settings.MEMDESK_RECALL = {"answered_otherwise": True}
     _session(
         globex, fake_ollama, "table-en",
         [("Is the table still for 4 people?", "Yes, 4 people at 7pm on Friday, table by the window.")],
