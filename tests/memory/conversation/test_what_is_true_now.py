@@ -669,48 +669,45 @@ def test_what_was_not_done_yet_and_is_done_now_is_no_longer_current(acme, fake_o
     assert "还没补发" not in _as_current(prompt), prompt
 
 
+def _progressed(
+    ctx: TenantCtx, fake: Any, end_user: str, first: tuple[str, str], later: tuple[str, str],
+    said: tuple[str, str], question: str,
+) -> None:  # fmt: skip
+    """Two sessions, ``first`` then ``later`` (customer, agent), whose replies say an act is not done yet
+    (``said[0]``) and then done (``said[1]``): asked now the "not yet" is no longer current and the done is; asked as
+    of a moment between the two, the "not yet" was current."""
+    _session(ctx, fake, end_user, [first])
+    between = _said_at(ctx, said[0])
+    _session(ctx, fake, end_user, [later])
+    results = _recall(ctx, end_user, question)
+    assert any(said[1] in c for c in _current(results)), results
+    assert not any(said[0] in c for c in _current(results)), results
+    earlier = _recall(ctx, end_user, question, between)
+    assert any(said[0] in c for c in _current(earlier)), earlier
+
+
 def test_a_refund_not_processed_yet_and_processed_now_is_no_longer_current(globex, fake_ollama):
     # given the agent said the refund was not processed yet, and a week later that it has been — no id
-    _session(
+    _progressed(
         globex, fake_ollama, "progress-en",
-        [("Where is my refund for the blue jacket?",
-          "I can see your return arrived, but the refund for the blue jacket hasn't been processed yet.")],
+        ("Where is my refund for the blue jacket?",
+         "I can see your return arrived, but the refund for the blue jacket hasn't been processed yet."),
+        ("Any news on the jacket refund?", "Good news: the refund for the blue jacket has been processed today."),
+        ("hasn't been processed", "has been processed"), "Has the refund for my blue jacket been processed?",
     )  # fmt: skip
-    between = _said_at(globex, "hasn't been processed")
-    _session(
-        globex, fake_ollama, "progress-en",
-        [("Any news on the jacket refund?", "Good news: the refund for the blue jacket has been processed today.")],
-    )  # fmt: skip
-
-    # then the "not yet" is no longer current, the done is; asked as of before, the "not yet" was
-    results = _recall(globex, "progress-en", "Has the refund for my blue jacket been processed?")
-    assert any("has been processed" in c for c in _current(results)), results
-    assert not any("hasn't been processed" in c for c in _current(results)), results
-    earlier = _recall(globex, "progress-en", "Has the refund for my blue jacket been processed?", between)
-    assert any("hasn't been processed" in c for c in _current(earlier)), earlier
+    # and the next prompt does not give the "not yet" as current
     prompt = _next_prompt(globex, fake_ollama, "progress-en", "Is my jacket refund done?")
     assert "hasn't been processed" not in _as_current(prompt), prompt
 
 
 def test_a_claim_awaiting_review_and_reviewed_now_is_no_longer_current(globex, fake_ollama):
     # given the agent said the claim was awaiting review, and later that it has been reviewed — the English of 「待…」
-    _session(
+    _progressed(
         globex, fake_ollama, "awaiting-en",
-        [("What's happening with my water damage claim?",
-          "Your water damage claim is awaiting review by our assessor.")],
+        ("What's happening with my water damage claim?", "Your water damage claim is awaiting review by our assessor."),
+        ("Any news on the water damage claim?", "Your water damage claim has been reviewed and approved."),
+        ("awaiting review", "has been reviewed"), "Has my water damage claim been reviewed?",
     )  # fmt: skip
-    between = _said_at(globex, "awaiting review")
-    _session(
-        globex, fake_ollama, "awaiting-en",
-        [("Any news on the water damage claim?", "Your water damage claim has been reviewed and approved.")],
-    )  # fmt: skip
-
-    # then "awaiting review" is no longer current; asked as of before, it was
-    results = _recall(globex, "awaiting-en", "Has my water damage claim been reviewed?")
-    assert any("has been reviewed" in c for c in _current(results)), results
-    assert not any("awaiting review" in c for c in _current(results)), results
-    earlier = _recall(globex, "awaiting-en", "Has my water damage claim been reviewed?", between)
-    assert any("awaiting review" in c for c in _current(earlier)), earlier
 
 
 def _assert_a_later_state_holds(
