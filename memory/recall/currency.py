@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connection
 
 from conversations.models import ChatSession
-from memory.conversation.claims import asked_attrs, claim_of, clause_label, names_label, states_criterion
+from memory.conversation.claims import Claim, asked_attrs, claim_of, clause_label, names_label, states_criterion
 from memory.conversation.replacement import Replacement, named_replacements
 from memory.conversation.supersede import TERM, changed_in_form, said_expired
 from memory.conversation.units import TIMELESS_KEYS, asks_about, is_conversation_key, is_question, squash
@@ -545,17 +545,15 @@ WHERE q.tenant_id = %(tenant)s AND q.id = ANY(%(ids)s)
 """
 #: A number as a customer writes it in a question (「还是6800吧？」, "Doors at 7, right?"): bare, without a unit.
 _NUMBER = re.compile(r"(?<![0-9A-Za-z.])\d+(?:[.:]\d+)?(?![0-9A-Za-z])")
-
-
+#: A code as written ("BK-77120", with its dash): compared with the reply's words as they are.
 _CODE_TOKEN = re.compile(r"[A-Za-z0-9-]{4,}")
 #: A value wanted rather than proposed: a range or a bound (「人均50-100元」, 「评分4.5分以上」, 「50元以下」).
 _WANTED = re.compile(r"\d\s*[-~～到至]\s*\d|以上|以下|以内|之间|不超过|不低于|至少|最多|低于|高于|左右")
 
 
-def _proposed(text: str) -> tuple[set[str], set[str]]:
-    """What a question proposes: the kinds of the values it states, and every value as written (those, its
-    identifiers and its bare numbers)."""
-    claim = claim_of(text)
+def _proposed(text: str, claim: Claim) -> tuple[set[str], set[str]]:
+    """What a question proposes (``claim`` is ``text``'s): the kinds of the values it states, and every value as
+    written (those, its codes and its bare numbers)."""
 
     def bare(match: re.Match[str]) -> bool:  # outside every value the claim reads
         return not any(v.start < match.end() and match.start() < v.end for v in claim.values)
@@ -571,21 +569,23 @@ def _asks(unit: MemoryUnit) -> bool:
     return is_question_unit(unit) or any(is_question(s) for s in re.split(r"(?<=[。！？!?\n])", unit.content) if s)
 
 
-def _answers_otherwise(question: MemoryUnit, reply: str) -> list[str]:
+def _answers_otherwise(question: MemoryUnit, reply: str, asks: bool) -> list[str]:
     """What of ``question`` the agent's ``reply`` did not keep: the values it says are wrong or have expired, or —
     for a question proposing one value — that value, where the reply gives one of its kind (a bare number: any
     number) and not it. A question wanting a range or a bound, or giving several values, asks for something the
-    reply offers (「帮我找一家人均100-150元、评分4.5分以上的餐馆」, answered 「人均消费64元」): no check."""
-    kinds, proposed = _proposed(question.content)
+    reply offers (「帮我找一家人均100-150元、评分4.5分以上的餐馆」, answered 「人均消费64元」): no check. ``asks``:
+    whether ``question`` asks (``_asks``)."""
+    claim = claim_of(question.content)
+    kinds, proposed = _proposed(question.content, claim)
     wrong = _rejects(reply, question) or [p for p in sorted(proposed) if said_expired(reply, p)]
     if wrong or len(proposed) != 1 or _WANTED.search(question.content) or wants_bound(question.content):
         return wrong  # several values, a range or a bound: a request the reply offers something for, no check
-    if not _asks(question):
+    if not asks:
         return []
     said = _flat(reply).replace(" ", "")
     answer = claim_of(reply).values
     # the value said again, as written or as read (「100块」 is 「100元」), or its number among the reply's
-    norms = {v.norm for v in claim_of(question.content).values}
+    norms = {v.norm for v in claim.values}
     numbers = set(_NUMBER.findall(reply)) | {n for v in answer for n in _NUMBER.findall(v.norm)}
     if (
         any(_flat(p).replace(" ", "") in said for p in proposed)
@@ -616,11 +616,11 @@ def answered_otherwise(tenant: Tenant, units: list[MemoryUnit], query: str) -> d
     for pk, reply, reply_unit in rows:
         if pk in out:
             continue
-        changed = _answers_otherwise(theirs[pk], reply)
+        asks = _asks(theirs[pk])
+        changed = _answers_otherwise(theirs[pk], reply, asks)
         # a question asks about one thing, its subject often in the sentence before (「那搬运费我还是得付。之前说
         # 的是180对？」): only a statement is narrowed to the part asked
-        asked = _asks(theirs[pk]) or not query or _asked_part_holds(theirs[pk].content, query, changed)
-        if changed and asked:
+        if changed and (asks or not query or _asked_part_holds(theirs[pk].content, query, changed)):
             out[pk] = reply_unit
     return out
 
@@ -780,9 +780,7 @@ def current_first(
     )
     current = _after_overtakers(current, overtakers, changed)
     if tuning().answered_otherwise and query and not about_past(query):
-        replied = answered_otherwise(
-            tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], query or ""
-        )
+        replied = answered_otherwise(tenant, [h.memory for h in current if is_conversation_key(h.memory.key)], query)
         for hit in current:
             hit.stale = hit.stale or hit.memory.pk in replied
         current = _after_overtakers(current, replied, set(replied))
