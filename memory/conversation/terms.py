@@ -31,7 +31,7 @@ import numpy as np
 from memory.conversation.claims import COUNTED_WORDS_EN
 from memory.embeddings import models as embeddings
 from memory.text.language import has_cjk, pos_cut, stop_words
-from memory.topics.values import senses, vocabulary, zh_values_in
+from memory.topics.values import attribute_names, senses, vocabulary, zh_values_in
 
 #: Word vectors at least this alike make two terms of the same kind (fitted on MultiWOZ's fit half); more alike
 #: than ``SYNONYM`` they are one thing said two ways ("centre", "center").
@@ -670,7 +670,9 @@ def _latin_replaced(
     kept_old, kept_new = {stems[w] for w in old}, {stems[w] for w in new}
     # A word said in both, in any of its forms ("restaurants", "restaurant"), was not replaced.
     gone = sorted(w for w in old - new if stems[w] not in kept_new)
-    came = sorted(w for w in new - old if stems[w] not in kept_old)
+    # The name of an attribute ("food", "area": ``memory.topics.values.attribute_names``) says which slot a choice
+    # fills, never the choice: "What are the options in the area?" puts no area in place of the gastropub.
+    came = sorted(w for w in new - old if stems[w] not in kept_old and w not in attribute_names())
     old_frames, new_frames = _frames(old_masked), _frames(new_masked)
     sensed = _sensed(old_masked, new_masked) | meant
     # A place said in both whose direction another word of the newer now has ("a train *from* Cambridge", later "a

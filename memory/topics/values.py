@@ -24,6 +24,10 @@ An English word that is a whole value belongs to that value's attribute ("north"
 is food); any other word of a value, to the one attribute whose values hold it ("sports" of "multiple sports"). A
 word two attributes claim alike belongs to neither, for it tells no slot; function words (sumy's English stop
 words: "the", "new") belong to none.
+
+An attribute's name ends in the word a question names it by ("food", "price range", 「推荐菜」): ``asked_attributes``
+reads which attributes a question asks for, and ``attribute_names`` are the English ones, which name a slot and
+are never a choice.
 """
 
 from __future__ import annotations
@@ -37,7 +41,17 @@ from typing import Any
 from memory.text import cut
 from memory.text.language import stop_words
 
-__all__ = ["attributes_in", "attributes_of", "senses", "senses_of", "vocabulary", "vocabulary_of", "zh_values_in"]
+__all__ = [
+    "asked_attributes",
+    "attribute_names",
+    "attributes_in",
+    "attributes_of",
+    "senses",
+    "senses_of",
+    "vocabulary",
+    "vocabulary_of",
+    "zh_values_in",
+]
 
 DATA = Path(__file__).with_name("data") / "woz_values.json"
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
@@ -178,3 +192,38 @@ def _zh_values_said(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
                 out.setdefault(attribute, set()).add(value)
             start = text.find(value, start + 1)
     return tuple((a, frozenset(v)) for a, v in out.items())
+
+
+@cache
+def _heads() -> tuple[tuple[str, str], ...]:
+    """(the word that names an attribute, the attribute): an attribute's name ends in what it is — "food",
+    "area", "price range", "lodging type"; 「推荐菜」, 「酒店设施」 — so its last word names it in a question."""
+    data = _data()
+    names = [*data.get("attributes", {}), *data.get("attributes_zh", {})]
+    heads = []
+    for name in names:
+        # 「酒店设施」 is one word to rjieba: its last two characters are what it is.
+        head = name.split()[-1] if name.isascii() else cut(name)[-1]
+        heads.append((head if head != name or name.isascii() else name[-2:], name))
+    return tuple(heads)
+
+
+@cache
+def attribute_names() -> frozenset[str]:
+    """The English words that name an attribute of the vocabulary ("food", "area", "type", "range", "place")."""
+    return frozenset(head for head, _ in _heads() if head.isascii())
+
+
+def asked_attributes(query: str, domains: set[str]) -> frozenset[str]:
+    """The attributes of the vocabulary ``query`` asks for by the word that names them ("What kind of food",
+    "which area", 「哪道菜」, 「什么设施」): of an English word naming several ("type": a lodging's, an attraction's),
+    those that are slots of a domain in ``domains`` (the query's, ``memory.topics.domains.named_domains``) when it
+    names one."""
+    words = set(_WORD.findall(query.lower()))
+    asked = {name for head, name in _heads() if (head in words if head.isascii() else head in query)}
+    by_domain = _domains()
+    slots = {a for d in domains for a in by_domain.get(d, ())}
+    english = {a for a in asked if a.isascii()}
+    if slots and english & slots:
+        asked = (asked - english) | (english & slots)
+    return frozenset(asked)

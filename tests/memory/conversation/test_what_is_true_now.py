@@ -471,6 +471,20 @@ def test_asking_for_a_detail_does_not_replace_the_choice(globex, fake_ollama):
     assert any("museum?" in c for c in _current(results)), results
 
 
+def test_naming_what_a_choice_is_chooses_nothing(globex, fake_ollama):
+    # "the area" and "food" name slots, not values: asking what the options in the area are, or whether the
+    # food is good, replaces neither the gastropub chosen nor the area
+    _session(
+        globex, fake_ollama, "slot-en",
+        [("I need a restaurant in town for tonight.", "We have lots of restaurants. Any area?"),
+         ("The area doesn't matter much.", "What kind of food would you like?"),
+         ("How about a gastropub?", "The Slug and Lettuce is a gastropub in the centre."),
+         ("Is that restaurant's food any good? What are the options in the area?", "It is very popular, yes.")],
+    )  # fmt: skip
+    results = _recall(globex, "slot-en", "What kind of food did I want at the restaurant?")
+    assert "How about a gastropub?" in _current(results), results
+
+
 def test_booking_the_choice_or_asking_for_a_list_of_details_replaces_nothing(globex, fake_ollama):
     # "book me a table" books (a word with an object is a verb, whatever the tagger says); "their postcode, phone
     # number, and address" is one definite list asked about: neither replaces the cuisine or the area chosen

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.conversation.terms import attribute_of
-from memory.topics.values import senses, senses_of, vocabulary_of, zh_values_in
+from memory.topics.values import asked_attributes, senses, senses_of, vocabulary_of, zh_values_in
 
 
 def test_kinds_of_one_attribute_share_it_and_other_attributes_differ():
@@ -67,3 +67,18 @@ def test_the_shipped_senses_tell_a_cuisine_by_food_and_a_station_by_the_train():
     assert {"food", "restaurant"} <= senses()["food"]
     assert "train" in senses()["place"]
     assert "learning" not in senses()["food"]
+
+
+def test_a_question_asks_for_the_attribute_its_name_ends_in():
+    assert asked_attributes("What kind of food did I want?", set()) == {"food"}
+    assert asked_attributes("Which area was it in?", set()) == {"area"}
+    assert asked_attributes("What price range did I say?", set()) == {"price range"}
+    assert asked_attributes("我想吃的是哪道菜？", set()) == {"推荐菜"}
+    assert asked_attributes("酒店提供什么设施？", set()) == {"酒店设施"}
+    assert asked_attributes("What time is my table for?", set()) == frozenset()
+
+
+def test_a_name_several_attributes_end_in_is_read_by_the_domain_the_question_names():
+    assert asked_attributes("What type of place did I want to stay at?", {"hotel"}) == {"lodging type"}
+    assert asked_attributes("What type of attraction was it?", {"attraction"}) == {"attraction type"}
+    assert asked_attributes("What type was it?", set()) == {"lodging type", "attraction type"}
