@@ -1,16 +1,20 @@
 """The rerank's weights: what multiplies a candidate's fused rank and relevance score — an identifier the query
-quotes, a question unit's lower weight, recency for a question about the present, care for a negative mood."""
+quotes, a value of the attribute the query names, a question unit's lower weight, recency for a question about the
+present, care for a negative mood."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from memory.conversation.terms import attribute_of
 from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.tuning import tuning
 from memory.text.mood import Mood, care_reason
+from memory.topics.domains import named_domains
+from memory.topics.values import asked_attributes, zh_values_in
 
 #: An identifier a customer may quote (BATCH-2031, DD20231128457, HT2405010288): letters and digits, or a
 #: long run of digits.
@@ -63,7 +67,8 @@ def care_lift(mood: Mood | None, memory: MemoryUnit) -> float:
 
 def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) -> dict[Any, float]:
     """Per candidate, what multiplies its fused rank and relevance score: a question unit weighs
-    ``question_weight``; one naming an identifier the query quotes 1 + ``identifier_weight``; for a query
+    ``question_weight``; one naming an identifier the query quotes 1 + ``identifier_weight``; one giving a value of
+    an attribute the query names (``memory.topics.values.asked_attributes``) 1 + ``asked_value_weight``; for a query
     about the present, the candidates' recency (newest 1, oldest 0) adds up to ``recency_weight``; for a
     negative ``mood``, a care memory's lift (``care_lift``)."""
     knobs = tuning()
@@ -80,8 +85,12 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
     }
     now = about_now(query)
     identifiers = query_identifiers(query)
+    value_weight = float(knobs.asked_value_weight)
+    asked = asked_attributes(query, named_domains(query)) if value_weight else frozenset()
     for hit in hits:
         weight = 1.0
+        if asked and stated_attributes(hit.memory.content) & asked:
+            weight *= 1 + value_weight
         if identifiers and names_any(hit.memory, identifiers):
             weight *= 1 + float(knobs.identifier_weight)
         if is_question_unit(hit.memory):
@@ -90,6 +99,16 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
             weight *= 1 + float(knobs.recency_weight) * recent[hit.memory.pk]
         weights[hit.memory.pk] = weight * care_lift(mood, hit.memory)
     return weights
+
+
+_LATIN_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
+
+
+def stated_attributes(text: str) -> frozenset[str]:
+    """The attributes of the value vocabulary (``memory.topics.values``) a text gives a value of: an English word
+    of a value in any of its forms ("south", "gastropub", "moderately"), a Chinese value of the catalogue."""
+    found = {a for w in _LATIN_WORD.findall(text.lower()) if (a := attribute_of(w)) is not None}
+    return frozenset(found | set(zh_values_in(text)))
 
 
 def is_question_unit(memory: MemoryUnit) -> bool:

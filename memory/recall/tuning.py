@@ -50,6 +50,10 @@ class RecallTuning:
     #: train from Ely to Cambridge on Saturday" → "TR1036 leaves at 14:36"), ranked as the statement would
     #: be times this; 0 turns it off (questions always bring their answers).
     request_answer_weight: float = 1.1
+    #: A query asking for an attribute of the value vocabulary by its name ("what kind of food", 「哪道菜」:
+    #: ``memory.topics.values.asked_attributes``) weighs a candidate giving a value of it 1 + this: "Yes, can we try
+    #: the south?" answers "which area did I want", though it shares none of its words. 0 turns it off.
+    asked_value_weight: float = 0.5
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
     recency_weight: float = 1.0
     #: A candidate naming an identifier the query quotes (BATCH-2031, an order number) weighs 1 + this.

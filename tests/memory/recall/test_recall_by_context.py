@@ -179,3 +179,38 @@ def test_the_background_writer_gives_a_unit_the_same_context(globex, fake_ollama
     # and a later session finds it by the route and the day
     recalled = _recalled(globex, "tourist", "What is the booking reference for the train to Kings Lynn on Friday?")
     assert _rank(recalled, "I4012ZAZ") < 3
+
+
+# A customer's choice said by its value alone: the question's words are said where it is asked for and in other
+# turns, never beside the value.
+EN_DINNER = [
+    ("I need a restaurant in town for tonight. What food options are there?", "We have lots of restaurants. Any area?"),
+    ("The restaurant area doesn't matter much.", "I'd be happy to help. What kind of food would you like?"),
+    ("How about a gastropub?", "The Slug and Lettuce is a gastropub in the centre."),
+    ("Is that restaurant's food any good? What are the options in the area?", "It is very popular, yes."),
+]
+ZH_DINNER = [
+    ("今晚想找个餐馆吃饭，有什么菜推荐吗？", "附近餐馆很多，您有什么要求吗？"),
+    ("菜的口味清淡一点，餐馆要安静。", "好的，您想吃什么？"),
+    ("有没有做酸菜鱼的店？", "有的，鱼酷(五道口店)的酸菜鱼很有名。"),
+    ("这家餐馆的菜贵吗？环境怎么样？", "人均八十元，环境不错。"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tenant", "turns", "query", "value"),
+    [
+        ("globex", EN_DINNER, "What kind of food did I want at the restaurant?", "gastropub"),
+        ("acme", ZH_DINNER, "我想吃的是哪道菜？", "酸菜鱼"),
+    ],
+)
+def test_a_choice_said_by_its_value_alone_answers_a_question_naming_its_attribute(
+    tenant, turns, query, value, request, fake_ollama
+):
+    # given a customer who named the cuisine or the dish by itself, and other turns that say "food" or 「菜」
+    ctx = request.getfixturevalue(tenant)
+    _session(ctx, fake_ollama, "diner", turns)
+    # when they come back and ask for it by what it is
+    recalled = _recalled(ctx, "diner", query)
+    # then the turn that gives the value comes first
+    assert _rank(recalled, value) == 0, recalled
