@@ -12,6 +12,7 @@ from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.tuning import tuning
+from memory.text.language import has_cjk
 from memory.text.mood import Mood, care_reason
 from memory.topics.domains import named_domains
 from memory.topics.values import asked_attributes, zh_values_in
@@ -89,7 +90,7 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
     asked = asked_attributes(query, named_domains(query)) if value_weight else frozenset()
     for hit in hits:
         weight = 1.0
-        if asked and stated_attributes(hit.memory.content) & asked:
+        if asked and stated_attributes(hit.memory.content, asked) & asked:
             weight *= 1 + value_weight
         if identifiers and names_any(hit.memory, identifiers):
             weight *= 1 + float(knobs.identifier_weight)
@@ -104,11 +105,15 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
 _LATIN_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
 
 
-def stated_attributes(text: str) -> frozenset[str]:
-    """The attributes of the value vocabulary (``memory.topics.values``) a text gives a value of: an English word
-    of a value in any of its forms ("south", "gastropub", "moderately"), a Chinese value of the catalogue."""
+def stated_attributes(text: str, among: frozenset[str]) -> frozenset[str]:
+    """Which of the attributes ``among`` of the value vocabulary (``memory.topics.values``) a text gives a value of:
+    an English word of a value in any of its forms ("south", "gastropub", "moderately"), a Chinese value of the
+    catalogue (read only where a Chinese attribute is among them and the text has Chinese: the catalogue's
+    thousands of dishes are each looked for)."""
     found = {a for w in _LATIN_WORD.findall(text.lower()) if (a := attribute_of(w)) is not None}
-    return frozenset(found | set(zh_values_in(text)))
+    if any(not a.isascii() for a in among) and has_cjk(text):
+        found |= set(zh_values_in(text))
+    return frozenset(found & among)
 
 
 def is_question_unit(memory: MemoryUnit) -> bool:

@@ -166,31 +166,49 @@ def zh_values_in(text: str) -> dict[str, frozenset[str]]:
     return dict(_zh_values_said(text.lower()))
 
 
+@cache
+def _zh_catalogue() -> tuple[dict[str, str], int, dict[str, tuple[str, ...]]]:
+    """The catalogue as ``_zh_values_said`` reads it: each value → its attribute (the first in ``_zh_values``' order),
+    the longest value's length, and the venue names by their first character, longest first."""
+    attribute: dict[str, str] = {}
+    for value, attr in _zh_values():
+        attribute.setdefault(value, attr)
+    names: dict[str, list[str]] = {}
+    for name in _zh_names():
+        names.setdefault(name[:1], []).append(name)
+    return attribute, max(map(len, attribute), default=0), {c: tuple(n) for c, n in names.items()}
+
+
 @lru_cache(maxsize=4096)
 def _zh_values_said(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """``zh_values_in`` of a lower-cased text. Cached: a statement is compared with many, and the catalogue's
-    values are thousands. A value counts only where it starts and ends between the text's words: 「饭煲」 (a dish)
-    is not said in 「电饭煲」 (a rice cooker)."""
+    """``zh_values_in`` of a lower-cased text. Cached: a statement is compared with many. A value counts only where
+    it starts and ends between the text's words: 「饭煲」 (a dish) is not said in 「电饭煲」 (a rice cooker); so only
+    the spans between two of its words are looked up, not the catalogue's thousands of values one by one."""
+    attribute, longest, names = _zh_catalogue()
     taken = [False] * len(text)
     # A venue's name holds no value: 「北京烤鸭(前门店)的评分怎么样」 asks about a venue, not for a dish.
-    for name in _zh_names():
-        start = text.find(name)
-        while start >= 0:
-            taken[start : start + len(name)] = [True] * len(name)
-            start = text.find(name, start + len(name))
-    bounds, at = {0}, 0
+    for i, character in enumerate(text):
+        name = next((n for n in names.get(character, ()) if text.startswith(n, i)), None)
+        if name is not None:
+            taken[i : i + len(name)] = [True] * len(name)
+    bounds, at = [0], 0
     for word in cut(text):
         at += len(word)
-        bounds.add(at)
+        bounds.append(at)
+    spans = [
+        (text[start:end], start)
+        for i, start in enumerate(bounds)
+        for end in bounds[i + 1 :]
+        if end - start <= longest and text[start:end] in attribute
+    ]
+    # Longest first, then as the catalogue orders them: 「公共区域和部分房间提供wifi」 is one value, not also
+    # 「部分房间提供wifi」.
     out: dict[str, set[str]] = {}
-    for value, attribute in _zh_values():
-        start = text.find(value)
-        while start >= 0:
-            end = start + len(value)
-            if start in bounds and end in bounds and not any(taken[start:end]):
-                taken[start:end] = [True] * (end - start)
-                out.setdefault(attribute, set()).add(value)
-            start = text.find(value, start + 1)
+    for value, start in sorted(spans, key=lambda s: (-len(s[0]), s[0], s[1])):
+        end = start + len(value)
+        if not any(taken[start:end]):
+            taken[start:end] = [True] * (end - start)
+            out.setdefault(attribute[value], set()).add(value)
     return tuple((a, frozenset(v)) for a, v in out.items())
 
 
@@ -220,7 +238,14 @@ def asked_attributes(query: str, domains: set[str]) -> frozenset[str]:
     those that are slots of a domain in ``domains`` (the query's, ``memory.topics.domains.named_domains``) when it
     names one."""
     words = set(_WORD.findall(query.lower()))
-    asked = {name for head, name in _heads() if (head in words if head.isascii() else head in query)}
+    # A Chinese word ending in the name's last word names it (「哪道菜」 cut as 「哪」「道菜」, 「招牌菜」); one
+    # that only starts with it does not (「菜鸟驿站」).
+    zh_words = [w for w in cut(query) if not w.isascii()]
+    asked = {
+        name
+        for head, name in _heads()
+        if (head in words if head.isascii() else any(w.endswith(head) for w in zh_words))
+    }
     by_domain = _domains()
     slots = {a for d in domains for a in by_domain.get(d, ())}
     english = {a for a in asked if a.isascii()}

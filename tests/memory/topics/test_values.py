@@ -75,7 +75,9 @@ def test_a_question_asks_for_the_attribute_its_name_ends_in():
     assert asked_attributes("What price range did I say?", set()) == {"price range"}
     assert asked_attributes("我想吃的是哪道菜？", set()) == {"推荐菜"}
     assert asked_attributes("酒店提供什么设施？", set()) == {"酒店设施"}
+    assert asked_attributes("这家的招牌菜是什么？", set()) == {"推荐菜"}
     assert asked_attributes("What time is my table for?", set()) == frozenset()
+    assert asked_attributes("菜鸟驿站的包裹到了吗？", set()) == frozenset()  # a parcel locker, not a dish
 
 
 def test_a_name_several_attributes_end_in_is_read_by_the_domain_the_question_names():
