@@ -505,6 +505,18 @@ def attribute_of(word: str) -> str | None:
     return vocabulary().get(word) or _attributes_by_stem().get(stem(word))
 
 
+def attributes_stated(text: str, among: frozenset[str]) -> frozenset[str]:
+    """Which of the attributes ``among`` a text gives a value of: an English word of a value in any of its forms
+    (``attribute_of``: "south", "gastropub", "moderately"), a Chinese value of the catalogue (``zh_values_in``);
+    each language read only where an attribute of it is among them."""
+    found: set[str] = set()
+    if any(a.isascii() for a in among):
+        found |= {a for w in _LATIN_WORD.findall(text.lower()) if (a := attribute_of(w)) is not None}
+    if any(not a.isascii() for a in among) and has_cjk(text):
+        found |= set(zh_values_in(text))
+    return frozenset(found & among)
+
+
 def same_attribute(word: str, other: str) -> bool:
     """Whether two terms are values of one attribute of the vocabulary: English words by ``attribute_of``,
     Chinese values by ``memory.topics.values.zh_values_in`` (「公共区域提供wifi」, 「宽带上网」)."""

@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memory.conversation.terms import attribute_of
+from memory.conversation.terms import attributes_stated
 from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.tuning import tuning
-from memory.text.language import has_cjk
 from memory.text.mood import Mood, care_reason
 from memory.topics.domains import named_domains
-from memory.topics.values import asked_attributes, zh_values_in
+from memory.topics.values import asked_attributes
 
 #: An identifier a customer may quote (BATCH-2031, DD20231128457, HT2405010288): letters and digits, or a
 #: long run of digits.
@@ -90,7 +89,7 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
     asked = asked_attributes(query, named_domains(query)) if value_weight else frozenset()
     for hit in hits:
         weight = 1.0
-        if asked and stated_attributes(hit.memory.content, asked) & asked:
+        if asked and attributes_stated(hit.memory.content, asked):
             weight *= 1 + value_weight
         if identifiers and names_any(hit.memory, identifiers):
             weight *= 1 + float(knobs.identifier_weight)
@@ -100,20 +99,6 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
             weight *= 1 + float(knobs.recency_weight) * recent[hit.memory.pk]
         weights[hit.memory.pk] = weight * care_lift(mood, hit.memory)
     return weights
-
-
-_LATIN_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
-
-
-def stated_attributes(text: str, among: frozenset[str]) -> frozenset[str]:
-    """Which of the attributes ``among`` of the value vocabulary (``memory.topics.values``) a text gives a value of:
-    an English word of a value in any of its forms ("south", "gastropub", "moderately"), a Chinese value of the
-    catalogue (read only where a Chinese attribute is among them and the text has Chinese: the catalogue's
-    thousands of dishes are each looked for)."""
-    found = {a for w in _LATIN_WORD.findall(text.lower()) if (a := attribute_of(w)) is not None}
-    if any(not a.isascii() for a in among) and has_cjk(text):
-        found |= set(zh_values_in(text))
-    return frozenset(found & among)
 
 
 def is_question_unit(memory: MemoryUnit) -> bool:
