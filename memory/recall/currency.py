@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -120,6 +121,13 @@ def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) 
         return stale
     asked = asked_attrs(query)
     named = named_domains(query)
+    # What a unit gives is also what it changed in an older one: 「门票免费」 gives the ticket's price though its
+    # words hold no amount (the writer read it in the older 「门票价格20-50元」's place).
+    gave: dict[str, set[str]] = defaultdict(set)
+    for unit in units:
+        for attr, change in ((unit.data or {}).get("changed") or {}).items():
+            if not attr.startswith(TERM) and isinstance(change, dict) and change.get("by"):
+                gave[str(change["by"])].add(attr)
     for unit in marked:
         by: list[tuple[str, str]] = []
         for attr, change in unit.data["changed"].items():
@@ -132,6 +140,7 @@ def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) 
                     continue  # "the 15th instead of the 1st": the unit asked for the change, the 1st is not its value
                 # a typed attribute the question asks for and the unit states is what it asks (not the term)
                 states = {v.get("attr") for v in ((unit.data.get("about") or {}).get("values") or [])}
+                states |= gave[str(unit.pk)]
                 # A replaced term that holds a value of the kind asked ("the garden at 9 Orchard Close", asked
                 # "where"): the term is what the question asks for.
                 asks = _asks_term(asked & states, named, change) or bool(

@@ -1147,6 +1147,23 @@ def test_a_word_where_a_price_stood_changes_the_price(acme, fake_ollama):
     _assert_replaced(acme, "free-ticket-zh", "我后来找的景点门票是什么价位？", "门票免费", "20-50元")
 
 
+def test_a_price_said_in_words_stays_current_when_the_rest_of_the_request_changes(acme, fake_ollama):
+    # 「门票免费」 gives the ticket's price (it changed the 20-50元 before it), though no amount is written. A later
+    # search near another place, rated 5 and for 1-2 hours, changes the rest of that request, not its price: asked
+    # the price, the free ticket is current and first
+    _session(
+        acme, fake_ollama, "free-ticket-later-zh",
+        [("你好，我想去个门票价格20-50元可以游玩时长3天的景点游玩，给我推荐一个吧。", "推荐您去北京野生动物园。"),
+         ("好的，请在绿岛乐园附近的景点里给我推荐一个评分4.5分以上门票免费，可以游玩时长2小时-3小时的景点。",
+          "推荐您去大运河森林公园。"),
+         ("请在北京贵都大酒店附近的景点里给我推荐一个评分5分可以游玩时长1小时-2小时的景点。", "推荐您去天坛。")],
+    )  # fmt: skip
+    results = _recall(acme, "free-ticket-later-zh", "我后来找的景点门票是什么价位？")
+    assert "门票免费" in _contents(results)[0], results
+    assert results[0]["current"], results
+    assert not any("20-50元" in c for c in _current(results)), results
+
+
 def test_another_facility_of_the_vocabulary_replaces_the_first(acme, fake_ollama):
     # 「公共区域提供wifi」 and 「宽带上网」 share no frame and rjieba cuts them differently; both are hotel facilities
     # in the attribute vocabulary
