@@ -380,6 +380,12 @@ def zh_terms(
 _ASKS_ZH = re.compile(r"哪|什么|啥|多少|几[点时个天号位家]|怎么|怎样|如何|谁|何时|为何")
 
 
+def asks_a_value_zh(text: str) -> bool:
+    """Whether a Chinese text asks for a value: it holds an interrogative pronoun (``_ASKS_ZH``: 「评分是多少」,
+    「地址在哪」), not only a yes-no particle (「退款到账了吗」)."""
+    return bool(_ASKS_ZH.search(text))
+
+
 def _asked_only(tokens: list[tuple[str, str]], shared: frozenset[str]) -> frozenset[str]:
     """The choices of a statement said only in clauses that ask (an interrogative pronoun): 「该酒店的价格是多少钱」
     names 价格 to ask for it. A choice also said in a clause that does not ask stays one."""

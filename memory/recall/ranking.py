@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memory.conversation.terms import attributes_stated
+from memory.conversation.claims import claim_of, names_label
+from memory.conversation.terms import asks_a_value_zh, attributes_stated
 from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.tuning import tuning
+from memory.text.language import has_cjk
 from memory.text.mood import Mood, care_reason
 from memory.topics.domains import named_domains
 from memory.topics.values import asked_attributes
@@ -68,7 +70,9 @@ def care_lift(mood: Mood | None, memory: MemoryUnit) -> float:
 def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) -> dict[Any, float]:
     """Per candidate, what multiplies its fused rank and relevance score: a question unit weighs
     ``question_weight``; one naming an identifier the query quotes 1 + ``identifier_weight``; one giving a value of
-    an attribute the query names (``memory.topics.values.asked_attributes``) 1 + ``asked_value_weight``; for a query
+    an attribute the query names (``memory.topics.values.asked_attributes``) 1 + ``asked_value_weight``, else one
+    giving a value under a label a Chinese query asking for a value names (「评分是多少」, ``claims.names_label``) 1 +
+    ``labelled_value_weight``; for a query
     about the present, the candidates' recency (newest 1, oldest 0) adds up to ``recency_weight``; for a
     negative ``mood``, a care memory's lift (``care_lift``)."""
     knobs = tuning()
@@ -87,10 +91,14 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
     identifiers = query_identifiers(query)
     value_weight = float(knobs.asked_value_weight)
     asked = asked_attributes(query, named_domains(query)) if value_weight else frozenset()
+    # A question asking for a value (an interrogative pronoun): 「退款到账了吗」 names 退款 and asks for none.
+    label_weight = float(knobs.labelled_value_weight) if has_cjk(query) and asks_a_value_zh(query) else 0.0
     for hit in hits:
         weight = 1.0
         if asked and attributes_stated(hit.memory.content, asked):
             weight *= 1 + value_weight
+        elif label_weight and _names_a_label(query, hit.memory.content):
+            weight *= 1 + label_weight
         if identifiers and names_any(hit.memory, identifiers):
             weight *= 1 + float(knobs.identifier_weight)
         if is_question_unit(hit.memory):
@@ -99,6 +107,12 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
             weight *= 1 + float(knobs.recency_weight) * recent[hit.memory.pk]
         weights[hit.memory.pk] = weight * care_lift(mood, hit.memory)
     return weights
+
+
+def _names_a_label(query: str, content: str) -> bool:
+    """Whether a Chinese ``query`` names the label of one of ``content``'s values (``claims.names_label``)."""
+    claim = claim_of(content)
+    return any(names_label(query, claim, value.attr) for value in claim.values)
 
 
 def is_question_unit(memory: MemoryUnit) -> bool:

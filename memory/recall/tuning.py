@@ -54,6 +54,9 @@ class RecallTuning:
     #: ``memory.topics.values.asked_attributes``) weighs a candidate giving a value of it 1 + this: "Yes, can we try
     #: the south?" answers "which area did I want", though it shares none of its words. 0 turns it off.
     asked_value_weight: float = 0.5
+    #: A Chinese query naming the label of a candidate's value (「评分是多少」 and 「评分是4.5分以上」:
+    #: ``claims.names_label``) weighs that candidate 1 + this. 0 turns it off.
+    labelled_value_weight: float = 0.5
     #: A query about the present (「现在」, "currently") lifts newer candidates: the newest by this share.
     recency_weight: float = 1.0
     #: A candidate naming an identifier the query quotes (BATCH-2031, an order number) weighs 1 + this.

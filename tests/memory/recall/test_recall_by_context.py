@@ -214,3 +214,31 @@ def test_a_choice_said_by_its_value_alone_answers_a_question_naming_its_attribut
     recalled = _recalled(ctx, "diner", query)
     # then the turn that gives the value comes first
     assert _rank(recalled, value) == 0, recalled
+
+
+# A rating asked by its label: 「评分」 is said in many turns; the value under it is what the customer asked for.
+ZH_RATING = [
+    ("你好，我想去游玩。请帮我找一个评分是4分以上，票价是150-200元的景点。", "推荐您去水立方嬉水乐园，您觉得咋样？"),
+    ("好的。水立方嬉水乐园这个景点的周边都有哪些景点？", "有国家体育院和中华女子学院等。"),
+    ("嗯呢。水立方嬉水乐园的周边景点里，哪个的评分是4.5分以上，门票是免费？", "推荐您去中华民族园，可以吗？"),
+    ("嗯嗯，可以。中华民族园这个景点的周边都有啥好点的酒店吗？", "有北京国家会议中心大酒店, 北京亚奥国际酒店等。"),
+    ("好的。这个景点的周边餐馆都有啥啊？", "有海底捞火锅(牡丹园店), 爆肚金生隆, 酒吧。"),
+    ("嗯呢。游玩结束想去住宿。请帮我找一家有吹风机的高档型酒店。", "有很多家，推荐您去泉谷酒店(北京天坛店)。"),
+    ("好。泉谷酒店(北京天坛店)的评分是几分？", "评分是4.3分。"),
+    ("嗯呢。这家酒店的周边有哪些好玩的景点？", "只有一个景点是首都图书馆。"),
+    ("嗯。首都图书馆这个景点的评分是4.5分以上，游玩的时长是2小时吗？",
+     "很抱歉，没有查到评分，游玩时间是1小时 - 2小时。"),
+    ("嗯嗯。这个景点的周边还有啥景点？", "有 今日美术馆, 天坛, 祈年殿等。"),
+    ("嗯呢。这个景点的地址是什么啊？", "地址是北京朝阳区东三环南路88号。"),
+]  # fmt: skip
+
+
+def test_a_value_is_found_by_the_label_a_chinese_question_names(acme, fake_ollama):
+    # given a customer who asked for a sight rated 4 or more, then for one rated 4.5 or more, among turns about
+    # the sights, hotels and restaurants near it that say 「评分」 without giving the rating asked for
+    _session(acme, fake_ollama, "rater", ZH_RATING)
+    # when they come back and ask for the rating by its label
+    recalled = _recalled(acme, "rater", "我要求景点评分是多少？")
+    # then the request giving the rating that holds ranks above the reply that only names the word
+    assert _rank(recalled, "门票是免费") < _rank(recalled, "没有查到评分"), recalled
+    assert _rank(recalled, "门票是免费") < 2, recalled
