@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,64 @@ WHERE o.tenant_id = %(tenant)s AND o.end_user_id = %(end_user)s AND o.key LIKE '
   AND o.source_message_id IS DISTINCT FROM %(source)s AND replace(upper(o.content), '-', '') LIKE ANY(%(patterns)s)
 ORDER BY o.created_at DESC LIMIT {NEIGHBOURS}
 """  # noqa: S608 - our own constants, no input
+# Each unit's own message and the messages before it in its session, newest first: what a brief answer
+# (「人均消费是23元」) is about is named there (「王胖子驴肉火烧（鼓楼店）这家餐馆有您要吃的菜」, then
+# 「这家餐馆的人均消费是多少钱？」).
+_SAID_AROUND_SQL = f"""
+SELECT u.id, m.text,
+       ARRAY(SELECT p.text FROM chat_message p
+             WHERE p.tenant_id = m.tenant_id AND p.session_id = m.session_id
+               AND p.seq BETWEEN m.seq - {NEARBY} AND m.seq - 1
+             ORDER BY p.seq DESC)
+FROM memory_memoryunit u
+JOIN chat_message m ON m.tenant_id = u.tenant_id AND m.id = u.source_message_id
+WHERE u.tenant_id = %(tenant)s AND u.id = ANY(%(ids)s)
+"""  # noqa: S608 - our own constants, no input
+#: rjieba's tags of proper nouns: a person's, a place's, an organisation's, another name.
+_PROPER_TAGS = frozenset({"nr", "ns", "nt", "nz"})
+
+
+@lru_cache(maxsize=8192)
+def places_named(text: str) -> frozenset[str]:
+    """The Chinese proper nouns ``text`` names, its values masked (rjieba's ``nr``, ``ns``, ``nt``, ``nz``, two
+    characters or more: 「庆云」「什刹海」 in 「庆云楼(什刹海店)」, 「王胖子」 in 「王胖子驴肉火烧（鼓楼店）」)."""
+    masked = claim_of(text).masked
+    if not has_cjk(masked):
+        return frozenset()
+    return frozenset(w for w, flag in pos_cut(masked) if flag in _PROPER_TAGS and len(w) >= 2 and has_cjk(w))
+
+
+class _Named:
+    """What a unit that names nothing itself is about: the things its message names, else those the nearest message
+    before it in its session names, up to ``NEARBY`` messages back (what the question a brief answer answers was
+    about: 「这家餐馆的人均消费是多少钱？」 after 「王胖子驴肉火烧（鼓楼店）这家餐馆有您要吃的菜」)."""
+
+    def __init__(self, tenant: Any, ids: list[Any], contents: dict[Any, str]) -> None:
+        self._context: dict[Any, frozenset[str]] = {}
+        unnamed = [
+            pk
+            for pk in ids
+            if has_cjk(contents.get(pk, "")) and not places_named(contents[pk]) and not claim_of(contents[pk]).subjects
+        ]
+        if not unnamed:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(_SAID_AROUND_SQL, {"tenant": tenant.pk, "ids": unnamed})
+            rows = cursor.fetchall()
+        for unit_id, own_message, before in rows:
+            for text in (own_message or "", *(before or ())):
+                names = places_named(text)
+                if names:
+                    self._context[unit_id] = names
+                    break
+
+    def apart(self, a: Any, b: Any) -> bool:
+        """Whether two units that name nothing themselves answer for different things: the messages they were said
+        after name things, none in common."""
+        x, y = self._context.get(a), self._context.get(b)
+        return bool(x and y and not (x & y))
+
+
 # The units of the new units' sessions said up to a few messages before them (and their own message's): where a
 # brief unit's matter is read from (「How about 18:45?」 is about the table the turns before it discussed).
 _SESSION_SQL = f"""
@@ -1054,6 +1113,8 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
     if among is not None:
         candidates = {pk: [e for e in earlier if e.id in among] for pk, earlier in candidates.items()}
     matters = _Matters(tenant, new)
+    contents = {u.pk: u.content for u in new} | {e.id: e.content for es in candidates.values() for e in es}
+    named_things = _Named(tenant, list(contents), contents)
     ends: dict[Any, tuple[MemoryUnit, Verdict]] = {}
     changers: dict[Any, dict[str, MemoryUnit]] = {}
     matter_of: dict[Any, str | None] = {}
@@ -1127,6 +1188,25 @@ def supersede_older(tenant: Any, new: Sequence[MemoryUnit], *, among: frozenset[
                 and earlier.session_id is not None
                 and earlier.session_id == matters.session_of(unit.pk)
             )
+            if (
+                unit.source_role == "user"
+                and earlier.role == "assistant"
+                and not same_thing
+                and not explicit
+                and states_criterion(unit.content)
+                and not states_criterion(earlier.content)
+                and earlier.session_id != matters.session_of(unit.pk)
+            ):
+                # The other way round: what the customer wants in another conversation (「求推荐人均消费是150-500元的
+                # 餐馆」) is a new search; it does not change what the agent said a thing is (「推荐仿膳饭庄(北海店)，
+                # 人均消费229元」: a value, not a range). In the same conversation it may ask to change it (「原航班是
+                # 下周五上午10:05起飞的YH5702」, then 「改到下周日，下午3点以后」).
+                continue
+            if not requests and not same_thing and not explicit and named_things.apart(unit.pk, old_id):
+                # Two answers of one form about two venues (「人均消费是23元」 asked of one restaurant,
+                # 「人均消费是131元」 of another): each is about what its message, or the question before it, names.
+                # The customer's own requests in one session are one search, whatever place each is near.
+                continue
             verdict = judge(old_claim, claim, earlier.similarity, nearby=nearby, replaced=terms, requests=requests)
             if explicit:
                 verdict = _with_named(verdict, explicit)

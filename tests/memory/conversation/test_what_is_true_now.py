@@ -1961,3 +1961,35 @@ def test_a_value_the_customer_checks_and_the_reply_confirms_stays_current(globex
     ]
     assert held
     assert all(r["current"] for r in held), held
+
+
+def test_the_same_answer_about_two_venues_changes_neither(acme, fake_ollama):
+    # 「人均消费是23元」 and, another day, 「人均消费是131元」 read alike, but each answers a question about the
+    # restaurant the agent had just named: two venues' prices, both true
+    _session(
+        acme, fake_ollama, "two-venues-zh",
+        [("帮我推荐一家能吃驴肉火烧的餐馆。", "王胖子驴肉火烧（鼓楼店）这家餐馆有您要吃的菜。"),
+         ("请问这家餐馆的人均消费是多少钱？", "人均消费是23元。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "two-venues-zh",
+        [("帮我推荐一家能吃烤鱼的餐馆。", "推荐您去庆云楼(什刹海店)用餐。"),
+         ("这家餐馆的人均消费是多少钱啊？", "人均消费是131元。")],
+    )  # fmt: skip
+    _unchanged(acme, "人均消费是23元")
+    results = _recall(acme, "two-venues-zh", "王胖子驴肉火烧的人均消费是多少？", k=10)
+    assert any("23元" in c for c in _current(results)), results
+
+
+def test_what_the_customer_wants_does_not_change_what_a_venue_costs(acme, fake_ollama):
+    # the agent's 「人均消费140元」 is what the restaurant costs; the customer's later 「人均消费是50-100元」 is what
+    # they want on another day: it changes no price
+    _session(
+        acme, fake_ollama, "wants-zh",
+        [("有能吃虾滑的餐馆吗？", "推荐您去捞王锅物料理，人均消费140元，有手工虾滑。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "wants-zh",
+        [("可以帮我找一个人均消费是50-100元，能吃到冰激凌的餐馆吗？", "推荐您去DQ冰雪皇后。")],
+    )  # fmt: skip
+    _unchanged(acme, "人均消费140元")
