@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from functools import lru_cache
 from typing import Any
 
 import cn2an
@@ -571,6 +572,21 @@ def _label(before: str) -> frozenset[str]:
     return frozenset(pairs | set(en))
 
 
+@lru_cache(maxsize=256)
+def _zh_pairs(text: str) -> frozenset[str]:
+    """The character pairs of ``text``'s Chinese characters, joined (a question's, read once for all candidates)."""
+    return frozenset(_pairs("".join(re.findall(r"[\u4e00-\u9fff]+", text))))
+
+
+def names_a_label(question: str, text: str) -> bool:
+    """Whether ``question`` names the label of one of ``text``'s values (``names_label``). A text sharing no
+    Chinese character pair with the question names none of its labels, and is not read further."""
+    if not _zh_pairs(question) & _pairs("".join(re.findall(r"[\u4e00-\u9fff]+", text))):
+        return False
+    claim = claim_of(text)
+    return any(names_label(question, claim, value.attr) for value in claim.values)
+
+
 def names_label(question: str, claim: Claim, attr: str) -> bool:
     """Whether ``question`` names what labels a value of ``attr`` in ``claim`` (「景点门票是什么价位」 names 门票, the
     label of 「门票价格20-50元」's amount; a statement with one value of ``attr``): a Chinese question asks for a
@@ -580,8 +596,7 @@ def names_label(question: str, claim: Claim, attr: str) -> bool:
     values = [v for v in claim.values if v.attr == attr]
     if len(values) != 1:
         return False  # which of several amounts changed is not known: only the attribute asked by kind counts
-    pairs = _pairs("".join(re.findall(r"[\u4e00-\u9fff]+", question)))
-    return bool(pairs & {w for w in label_of(claim, values[0]) if re.fullmatch(r"[\u4e00-\u9fff]{2}", w)})
+    return bool(_zh_pairs(question) & {w for w in label_of(claim, values[0]) if re.fullmatch(r"[\u4e00-\u9fff]{2}", w)})
 
 
 def masked_similarity(a: Claim, b: Claim) -> float:

@@ -45,6 +45,7 @@ from memory.conversation.claims import (
     Claim,
     claim_of,
     clause_label,
+    identifiers,
     is_brief,
     label_of,
     masked_similarity,
@@ -194,7 +195,7 @@ class _Named:
         unnamed = [
             pk
             for pk in ids
-            if has_cjk(contents.get(pk, "")) and not places_named(contents[pk]) and not claim_of(contents[pk]).subjects
+            if has_cjk(contents.get(pk, "")) and not places_named(contents[pk]) and not identifiers(contents[pk])
         ]
         if not unnamed:
             return

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memory.conversation.claims import claim_of, names_label
+from memory.conversation.claims import names_a_label
 from memory.conversation.terms import asks_a_value_zh, attributes_stated
 from memory.conversation.units import is_conversation_key, squash
 from memory.models import MemoryUnit
@@ -97,7 +97,7 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
         weight = 1.0
         if asked and attributes_stated(hit.memory.content, asked):
             weight *= 1 + value_weight
-        elif label_weight and _names_a_label(query, hit.memory.content):
+        elif label_weight and names_a_label(query, hit.memory.content):
             weight *= 1 + label_weight
         if identifiers and names_any(hit.memory, identifiers):
             weight *= 1 + float(knobs.identifier_weight)
@@ -107,12 +107,6 @@ def rerank_weights(query: str, hits: list[RecallHit], mood: Mood | None = None) 
             weight *= 1 + float(knobs.recency_weight) * recent[hit.memory.pk]
         weights[hit.memory.pk] = weight * care_lift(mood, hit.memory)
     return weights
-
-
-def _names_a_label(query: str, content: str) -> bool:
-    """Whether a Chinese ``query`` names the label of one of ``content``'s values (``claims.names_label``)."""
-    claim = claim_of(content)
-    return any(names_label(query, claim, value.attr) for value in claim.values)
 
 
 def is_question_unit(memory: MemoryUnit) -> bool:
