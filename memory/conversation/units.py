@@ -289,8 +289,12 @@ _UPDATE = re.compile(
 )
 
 
+#: "Keep you updated", "stay updated": to be told what happens, not a change of anything said.
+_KEPT_INFORMED = re.compile(r"(?i)\b(?:keep|keeps|keeping|kept|stay|stays|staying)\s+(?:\w+\s+)?updated\b")
+
+
 def is_update(unit: str) -> bool:
-    return bool(_UPDATE.search(unit))
+    return bool(_UPDATE.search(_KEPT_INFORMED.sub(" ", unit)))
 
 
 @dataclass(frozen=True)

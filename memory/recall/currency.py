@@ -286,9 +286,14 @@ def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: 
     narrow = bool(tuning().mark_asked_part)
     shared = old.keys() & new.keys()
     if similarity >= float(tuning().overtaken_mark_similarity) and not (restated and tuning().restated_current):
-        # alike: what differs is what changed, where they share attributes; else the whole
-        differ = _written(older.content, {a for a in shared if old[a] != new[a]})
-        if not (narrow and differ) or _asked_part_holds(older.content, query, differ):
+        # alike: what differs is what changed, where they share attributes; else the whole — where the newer says
+        # it changes something or a shared attribute's value differs: alike and merely newer changes nothing
+        differing = {a for a in shared if old[a] != new[a]}
+        differ = _written(older.content, differing)
+        says_change = bool((newer.data or {}).get("update")) or bool(differing)
+        if (says_change or not tuning().alike_needs_change) and (
+            not (narrow and differ) or _asked_part_holds(older.content, query, differ)
+        ):
             return True
     replaced = [r.old for r in replacements if r.stated_in(older.content)] + _rejects(newer.content, older)
     if replaced and (not narrow or _asked_part_holds(older.content, query, replaced)):

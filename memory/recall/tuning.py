@@ -78,6 +78,11 @@ class RecallTuning:
     #: the unit that overtook it is at least this similar, or is shown to be about the same thing by the values
     #: and words the two share (``currency._same_thing``). 0: every overtaken unit is marked.
     overtaken_mark_similarity: float = 0.55
+    #: Likeness alone marks an overtaken unit only when the unit that overtook it says it changes something
+    #: (``data["update"]``) or gives an attribute both give another value: two alike remarks, the newer merely
+    #: newer ("Wow, that painting's amazing!", then "That's stunning! What made you paint it?"), leave the older
+    #: current. False: likeness alone marks.
+    alike_needs_change: bool = True
     #: An overtaken unit is also marked when the form of the unit that overtook it says it changes it: a number
     #: respelt with one slip fixed, the act it awaited done, another named state, its validity ended
     #: (``supersede.changes_in_form``). False: only the likeness, values and words of ``_same_thing``.

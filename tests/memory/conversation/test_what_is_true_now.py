@@ -1993,3 +1993,48 @@ def test_what_the_customer_wants_does_not_change_what_a_venue_costs(acme, fake_o
         [("可以帮我找一个人均消费是50-100元，能吃到冰激凌的餐馆吗？", "推荐您去DQ冰雪皇后。")],
     )  # fmt: skip
     _unchanged(acme, "人均消费140元")
+
+
+# --- newer and alike, changing nothing ---------------------------------------------------------------------------
+
+
+def test_promising_to_keep_someone_updated_changes_nothing(globex, fake_ollama):
+    """ "I'll keep you updated" promises news; it changes nothing said before. Read as a change ("updated"), it took
+    the audition it followed out of date: the answer to "when was my audition" was served as no longer current."""
+    _session(
+        globex, fake_ollama, "audition-en",
+        [("Hey! I had an audition yesterday for a writing gig.", "Congrats! How did the audition go?"),
+         ("It went alright, mixed emotions about the writing gig audition. I'll keep you updated.",
+          "Fingers crossed for you!")],
+    )  # fmt: skip
+    question = "When did I have the audition for the writing gig?"
+    held = [r for r in _recall(globex, "audition-en", question) if "audition yesterday" in r["memory"]["content"]]
+    assert held
+    assert all(r["current"] for r in held), held
+    assert "audition yesterday" in _as_current(_next_prompt(globex, fake_ollama, "audition-en", question))
+
+
+def test_a_newer_remark_alike_but_changing_nothing_leaves_the_older_current(globex, fake_ollama, settings):
+    """A question about the present lets any newer alike unit overtake an older one, but being alike and newer
+    shows no change: "That painting's amazing, the colours are so bold!" after "Our latest work is a sunset
+    painting" leaves the sunset painting current. Marked by likeness alone (``alike_needs_change`` off), it
+    would be no longer current."""
+    _session(
+        globex, fake_ollama, "paint-en",
+        [("We love painting together, my kids and I. Our latest work is a sunset painting by the lake.",
+          "That sounds lovely!")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "paint-en",
+        [("Thanks! The kids loved painting together, the sunset painting colours are so bold!",
+          "Painting together is great bonding.")],
+    )  # fmt: skip
+    question = "What is our latest painting project?"
+    needle = "sunset painting by the lake"
+    held = [r for r in _recall(globex, "paint-en", question, k=10) if needle in r["memory"]["content"]]
+    assert held
+    assert all(r["current"] for r in held), held
+    settings.MEMDESK_RECALL = {"alike_needs_change": False}
+    marked = [r for r in _recall(globex, "paint-en", question, k=10) if needle in r["memory"]["content"]]
+    assert marked
+    assert not all(r["current"] for r in marked), marked
