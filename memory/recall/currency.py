@@ -290,7 +290,10 @@ def _same_thing(older: MemoryUnit, newer: MemoryUnit, similarity: float, query: 
         # it changes something or a shared attribute's value differs: alike and merely newer changes nothing
         differing = {a for a in shared if old[a] != new[a]}
         differ = _written(older.content, differing)
-        says_change = bool((newer.data or {}).get("update")) or bool(differing)
+        says_change = bool(differing) or (
+            bool((newer.data or {}).get("update"))
+            and (bool(new) or bool(replacements) or not tuning().update_needs_value)
+        )
         if (says_change or not tuning().alike_needs_change) and (
             not (narrow and differ) or _asked_part_holds(older.content, query, differ)
         ):

@@ -71,9 +71,10 @@ class RecallTuning:
     #: (only those a unit saying it changes something overtook, and only with ``marked_last`` off).
     overtaken_last: bool = False
     #: A unit marked no longer current for the question (overtaken and shown about the same thing, or answered
-    #: anew) follows every current hit, unless the question asks about the past. Off: it keeps its place. Off by
-    #: default: on LoCoMo it takes R@10 below 0.70 (bench/RESULTS.md).
-    marked_last: bool = False
+    #: anew) follows every current hit, unless the question asks about the past. Off: it keeps its place. On since
+    #: likeness alone stopped marking what changes nothing (``alike_needs_change``, ``update_needs_value``): before,
+    #: LoCoMo's chat lost answers marked by a newer remark and R@10 fell below 0.70 (bench/RESULTS.md).
+    marked_last: bool = True
     #: An overtaken unit is marked no longer current (the API's ``current``, the prompt's "no longer current") when
     #: the unit that overtook it is at least this similar, or is shown to be about the same thing by the values
     #: and words the two share (``currency._same_thing``). 0: every overtaken unit is marked.
@@ -83,6 +84,9 @@ class RecallTuning:
     #: newer ("Wow, that painting's amazing!", then "That's stunning! What made you paint it?"), leave the older
     #: current. False: likeness alone marks.
     alike_needs_change: bool = True
+    #: With ``alike_needs_change``, a newer unit saying it changes something counts only where it gives a value or
+    #: names what it replaces: "it changed the game for me", "coconut milk instead" change no value.
+    update_needs_value: bool = True
     #: An overtaken unit is also marked when the form of the unit that overtook it says it changes it: a number
     #: respelt with one slip fixed, the act it awaited done, another named state, its validity ended
     #: (``supersede.changes_in_form``). False: only the likeness, values and words of ``_same_thing``.

@@ -297,13 +297,13 @@ def test_a_question_about_now_ranks_the_newest_statement_first(acme, fake_ollama
 
 def test_a_correction_overtakes_what_it_corrects(acme, fake_ollama):
     """No rule keys a dormitory; the customer's own correction (「说错了」) ranks above the statement it
-    corrects, which stays recallable below it."""
+    corrects, which stays recallable below it, after what is current."""
     sid = open_session(acme, "dorm")["session_id"]
     _talk(acme, fake_ollama, sid, "我儿子的宿舍在华中科技大学东十二舍", "好的，已记下。")
     for user, agent in ZH_FILLER[:3]:
         _talk(acme, fake_ollama, sid, user, agent)
     _talk(acme, fake_ollama, sid, "上次说错了，不是东十二舍，是西十二舍", "好的。")
-    found = _recall(acme, "dorm", "我儿子的宿舍在哪？")
+    found = _recall(acme, "dorm", "我儿子的宿舍在哪？", k=10)
     assert _rank(found, "是西十二舍") < _rank(found, "华中科技大学东十二舍")
     assert _rank(found, "华中科技大学东十二舍") < 99
 

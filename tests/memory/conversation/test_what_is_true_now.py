@@ -1731,12 +1731,13 @@ def test_a_price_list_naming_a_count_again_replaces_no_booking(globex, fake_olla
 
 def _assert_left_current(ctx: TenantCtx, fake: Any, settings: Any, end_user: str, question: str, needle: str) -> None:
     """Recall for ``question`` serves ``needle`` as current, and the next prompt does not call it out of date; with
-    every overtaken unit marked (``overtaken_mark_similarity`` 0, the old behaviour) it would be marked."""
+    every overtaken unit marked (``overtaken_mark_similarity`` 0 and ``alike_needs_change`` off, the old behaviour)
+    it would be marked (and kept in place, ``marked_last`` off, to be seen)."""
     held = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
     assert held, needle
     assert all(r["current"] for r in held), held
     assert needle in _as_current(_next_prompt(ctx, fake, end_user, question))
-    settings.MEMDESK_RECALL = {"overtaken_mark_similarity": 0.0}
+    settings.MEMDESK_RECALL = {"overtaken_mark_similarity": 0.0, "alike_needs_change": False, "marked_last": False}
     marked = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
     assert marked, needle
     assert not all(r["current"] for r in marked), marked
@@ -1807,15 +1808,15 @@ def test_a_respelt_meter_reading_is_no_longer_current_but_the_account_number_bes
         globex, settings, "meter-en", "What opening meter reading did you take for my flat?", "reading of 00418"
     )
     assert any("WA-330871" in c for c in _current(_recall(globex, "meter-en", "What's my water account number?")))
-    # in place, what is out of date sits just below its correction, above the customer's own "it's 00481"; with
-    # ``marked_last`` it follows everything current
+    # what is out of date follows everything current; with ``marked_last`` off it sits in place, just below its
+    # correction, above the customer's own "it's 00481"
     question = "What opening meter reading did you take for my flat?"
-    in_place = [r["current"] for r in _recall(globex, "meter-en", question, k=10)]
-    assert False in in_place, in_place
-    assert in_place != sorted(in_place, reverse=True), in_place
-    settings.MEMDESK_RECALL = {"marked_last": True}
     marks = [r["current"] for r in _recall(globex, "meter-en", question, k=10)]
+    assert False in marks, marks
     assert marks == sorted(marks, reverse=True), marks
+    settings.MEMDESK_RECALL = {"marked_last": False}
+    in_place = [r["current"] for r in _recall(globex, "meter-en", question, k=10)]
+    assert in_place != sorted(in_place, reverse=True), in_place
     settings.MEMDESK_RECALL = {}
     prompt = _as_current(_next_prompt(globex, fake_ollama, "meter-en", "What opening reading do you have?"))
     assert "reading of 00418" not in prompt, prompt
@@ -2036,5 +2037,28 @@ def test_a_newer_remark_alike_but_changing_nothing_leaves_the_older_current(glob
     assert all(r["current"] for r in held), held
     settings.MEMDESK_RECALL = {"alike_needs_change": False}
     marked = [r for r in _recall(globex, "paint-en", question, k=10) if needle in r["memory"]["content"]]
+    assert marked
+    assert not all(r["current"] for r in marked), marked
+
+
+def test_a_change_word_that_changes_no_value_leaves_the_older_current(globex, fake_ollama, settings):
+    """ "It changed the game for me" says "changed" and changes no value: the older, alike statement stays what is
+    true. Without ``update_needs_value`` the change word alone marked it no longer current."""
+    _session(
+        globex, fake_ollama, "training-en",
+        [("I do strength training for my basketball, it builds muscle and power.", "That's a great habit!")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "training-en",
+        [("Strength training really changed the game for my basketball, it builds so much power.",
+          "Love to hear it!")],
+    )  # fmt: skip
+    question = "What do I do to supplement my basketball training?"
+    needle = "builds muscle and power"
+    held = [r for r in _recall(globex, "training-en", question, k=10) if needle in r["memory"]["content"]]
+    assert held
+    assert all(r["current"] for r in held), held
+    settings.MEMDESK_RECALL = {"update_needs_value": False}
+    marked = [r for r in _recall(globex, "training-en", question, k=10) if needle in r["memory"]["content"]]
     assert marked
     assert not all(r["current"] for r in marked), marked
