@@ -32,6 +32,24 @@ _CURRENT_TEMPLATE = "SELECT m.key, m.content, m.data FROM memory_memoryunit m WH
 _CURRENT_SQL = _CURRENT_TEMPLATE.format(scope=SCOPE_SQL)
 
 
+# Every keyed fact of some keys this end user has had until ``as_of``, current or not: what was once theirs.
+_HISTORY_SQL = """SELECT m.key, m.content, m.data FROM memory_memoryunit m
+WHERE m.tenant_id = %(tenant)s AND m.end_user_id = %(end_user)s AND m.key = ANY(%(keys)s)
+    AND m.created_at <= %(as_of)s"""
+
+# The current keyed facts of some keys that a change put in place: their message's conversation unit says it changes
+# something (``data["update"]``: 「默认改成hejing.home@…」), not merely a value said later (「发送到您的邮箱 hezq@…」).
+_CHANGED_NOW_TEMPLATE = """SELECT m.key, m.content, m.data FROM memory_memoryunit m
+WHERE {scope} AND m.key = ANY(%(keys)s)
+    AND EXISTS (SELECT 1 FROM memory_memoryunit u WHERE u.tenant_id = m.tenant_id
+        AND u.source_message_id = m.source_message_id AND u.key LIKE 'conversation:%%' AND u.data ? 'update')"""
+_CHANGED_NOW_SQL = _CHANGED_NOW_TEMPLATE.format(scope=SCOPE_SQL)
+
+#: Keys whose value a unit that keys nothing may say again as written (the agent's 「结果会发到hejing.work@…」 after
+#: the customer gave it): the value's kind in ``claims.values_of`` is the key.
+ECHOED_KEYS = frozenset({"email"})
+
+
 def _states(memory: dict[str, Any], value: str) -> bool:
     """Whether a keyed memory holds ``value`` (in its content or its data's values)."""
     wanted = squash(value)
@@ -69,23 +87,40 @@ def _stale_units(
     query of the current values, only when a unit states such facts."""
     stale = _changed_units(units, query, as_of)
     scope = str(tuning().stale_scope)
-    keys = sorted(
-        {
-            key
-            for u in units
-            for key in (u.data or {}).get("facts", {})
-            if query is None or scope == "any" or asks_about(query, key, about_now=present)
-        }
-    )
+
+    def asked(key: str) -> bool:
+        return query is None or scope == "any" or asks_about(query, key, about_now=present)
+
+    keys = sorted({key for u in units for key in (u.data or {}).get("facts", {}) if asked(key)})
+    echoed = _echoed(units, {k for k in ECHOED_KEYS if asked(k)} if tuning().echoed_stale else set())
+    keys = sorted(set(keys) | {key for said in echoed.values() for key, _ in said})
     if not keys:
         return stale
+    params = {**scope_params(tenant, session, as_of), "keys": keys}
     with connection.cursor() as cursor:
-        cursor.execute(_CURRENT_SQL, {**scope_params(tenant, session, as_of), "keys": keys})
-        current: dict[str, list[dict[str, Any]]] = {}
-        for key, content, data in cursor.fetchall():
-            current.setdefault(key, []).append(
-                {"content": content, "data": json.loads(data) if isinstance(data, str) else data}
-            )
+        cursor.execute(_CURRENT_SQL, params)
+        current = _by_key(cursor.fetchall())
+        history: dict[str, list[dict[str, Any]]] = {}
+        changed_now: dict[str, list[dict[str, Any]]] = {}
+        if echoed:
+            cursor.execute(_HISTORY_SQL, params)
+            history = _by_key(cursor.fetchall())
+            cursor.execute(_CHANGED_NOW_SQL, params)
+            changed_now = _by_key(cursor.fetchall())
+    for pk, said in echoed.items():
+        # A value the customer's keyed fact once held and a change replaced, said again by a unit that keys
+        # nothing: that unit says the old value (an agent's echo of a replaced e-mail). A value never keyed as the
+        # customer's (a colleague's e-mail beside it) is not theirs to replace; one merely keyed later (another
+        # address of theirs said in passing) shows no change. A unit saying the current value too says the change
+        # ("will now go to jade.morrow@… instead of jade.m@…").
+        for key, value in said:
+            now = current.get(key, [])
+            if (
+                changed_now.get(key)
+                and not any(_states(m, v) for m in now for k, v in said if k == key)
+                and any(_states(m, value) for m in history.get(key, []))
+            ):
+                stale.setdefault(pk, [])
     for unit in units:
         for key, value in (unit.data or {}).get("facts", {}).items():
             if key not in keys:
@@ -101,6 +136,34 @@ def _stale_units(
             elif not now and key not in TIMELESS_KEYS:
                 stale.setdefault(unit.pk, [])  # the value's own validity has ended
     return stale
+
+
+def _by_key(rows: list[tuple[str, str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, content, data in rows:
+        out.setdefault(key, []).append(
+            {"content": content, "data": json.loads(data) if isinstance(data, str) else data}
+        )
+    return out
+
+
+def _echoed(units: list[MemoryUnit], keys: set[str]) -> dict[Any, list[tuple[str, str]]]:
+    """Of ``units``, those that key none of ``keys`` but state a value of one's kind (``data["about"]``), each with
+    the (key, value as written) pairs."""
+    out: dict[Any, list[tuple[str, str]]] = {}
+    if not keys:
+        return out
+    for unit in units:
+        data = unit.data or {}
+        facts = data.get("facts", {})
+        said = [
+            (v["kind"], str(v.get("text", "")))
+            for v in (data.get("about") or {}).get("values", [])
+            if v.get("kind") in keys and v["kind"] not in facts and v.get("text")
+        ]
+        if said:
+            out[unit.pk] = said
+    return out
 
 
 def _changed_units(units: list[MemoryUnit], query: str | None, as_of: datetime) -> dict[Any, list[str]]:

@@ -119,6 +119,10 @@ class RecallTuning:
     #: "topic", those whose out-of-date value the query asks about (``memory.conversation.units.KEY_TOPICS``);
     #: "any", every one, whatever the query asks.
     stale_scope: StaleScope = "topic"
+    #: A unit that keys nothing but says again a value the customer's keyed fact once held and no longer holds (the
+    #: agent's 「结果会发到hejing.work@…」 after the default e-mail changed) is stale for a question about that key
+    #: (``currency.ECHOED_KEYS``). False: only units that key the value.
+    echoed_stale: bool = True
     min_similarity: float = 0.2
     #: When the query's mood is negative (``memory.text.mood``), a care memory (a promised callback, a coupon or
     #: compensation given, a complaint on record) weighs up to 1 + this in the rerank, scaled by the mood's

@@ -2062,3 +2062,52 @@ def test_a_change_word_that_changes_no_value_leaves_the_older_current(globex, fa
     marked = [r for r in _recall(globex, "training-en", question, k=10) if needle in r["memory"]["content"]]
     assert marked
     assert not all(r["current"] for r in marked), marked
+
+
+def test_the_agents_echo_of_a_replaced_email_is_no_longer_current(acme, fake_ollama, settings):
+    """The customer gives a work e-mail and the agent says results will go there; the next day the customer makes a
+    home e-mail the default. The agent's echo keys nothing, but it says the e-mail the customer's keyed fact no
+    longer holds: for 「现在用哪个邮箱」 it is out of date (``echoed_stale``). A colleague's e-mail said beside it was
+    never the customer's, and stays current."""
+    _session(
+        acme, fake_ollama, "echo-zh",
+        [("我先问问同事，有结果发我邮箱hejing.work@example.com。",
+          "好的，查询结果会发到hejing.work@example.com。提醒一下，报价2小时后失效，到时需要重新查询。"),
+         ("同事罗敏的行程单也要发，她邮箱luomin@example.com。", "好的，罗敏女士的行程单会发到luomin@example.com。")],
+    )  # fmt: skip
+    _session(
+        acme, fake_ollama, "echo-zh",
+        [("以后通知别发我工作邮箱了，默认改成hejing.home@example.com吧。", "好的，已更新。"),
+         ("改签后的行程单什么时候能收到？", "已经发出了，请查收。")],
+    )  # fmt: skip
+    question = "你们现在给我发通知用的是哪个邮箱？"
+    needle = "查询结果会发到hejing.work"
+    echo = [r for r in _recall(acme, "echo-zh", question, k=10) if needle in r["memory"]["content"]]
+    assert echo
+    assert not any(r["current"] for r in echo), echo
+    settings.MEMDESK_RECALL = {"echoed_stale": False}
+    echo = [r for r in _recall(acme, "echo-zh", question, k=10) if needle in r["memory"]["content"]]
+    assert echo
+    assert all(r["current"] for r in echo), echo
+    settings.MEMDESK_RECALL = {}
+    colleague = _recall(acme, "echo-zh", "罗敏的邮箱是哪个？", k=10)
+    assert any("luomin@example.com" in c for c in _current(colleague)), colleague
+
+
+def test_a_confirmation_naming_the_old_email_beside_the_new_stays_current(globex, fake_ollama):
+    """ "Bills will now go to jade.morrow@… instead of jade.m@…" says the old e-mail but also the current one: it is the
+    change, and current. The earlier echo that says only the old one is not."""
+    _session(
+        globex, fake_ollama, "bills-en",
+        [("Hi, my email is jade.m@example.com.", "Thanks, your bills will go to jade.m@example.com.")],
+    )  # fmt: skip
+    _session(
+        globex, fake_ollama, "bills-en",
+        [("Can bills go to my work email instead? jade.morrow@example.com.",
+          "Done. Bills and statements will now go to jade.morrow@example.com instead of jade.m@example.com.")],
+    )  # fmt: skip
+    results = _recall(globex, "bills-en", "Which email address do my bills go to?", k=10)
+    assert any("will now go to jade.morrow@example.com" in c for c in _current(results)), results
+    echo = [r for r in results if "bills will go to jade.m@" in r["memory"]["content"]]
+    assert echo, [(r["memory"]["content"], r["current"]) for r in results]
+    assert not any(r["current"] for r in echo), echo
