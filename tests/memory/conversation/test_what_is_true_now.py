@@ -1840,14 +1840,14 @@ def test_a_state_awaiting_an_act_is_no_longer_current_once_the_act_is_done(acme,
 
 
 def _current_but_marked_without(
-    ctx: TenantCtx, settings: Any, end_user: str, question: str, needle: str, knob: str
+    ctx: TenantCtx, settings: Any, end_user: str, question: str, needle: str, knob: str, k: int = 5
 ) -> None:
     """Recall for ``question`` serves ``needle`` as current; with ``knob`` off it would be marked out of date."""
-    held = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
+    held = [r for r in _recall(ctx, end_user, question, k=k) if needle in r["memory"]["content"]]
     assert held, needle
     assert all(r["current"] for r in held), held
     settings.MEMDESK_RECALL = {knob: False}
-    marked = [r for r in _recall(ctx, end_user, question) if needle in r["memory"]["content"]]
+    marked = [r for r in _recall(ctx, end_user, question, k=k) if needle in r["memory"]["content"]]
     assert marked, needle
     assert not all(r["current"] for r in marked), marked
     settings.MEMDESK_RECALL = {}
@@ -2030,15 +2030,10 @@ def test_a_newer_remark_alike_but_changing_nothing_leaves_the_older_current(glob
         [("Thanks! The kids loved painting together, the sunset painting colours are so bold!",
           "Painting together is great bonding.")],
     )  # fmt: skip
-    question = "What is our latest painting project?"
-    needle = "sunset painting by the lake"
-    held = [r for r in _recall(globex, "paint-en", question, k=10) if needle in r["memory"]["content"]]
-    assert held
-    assert all(r["current"] for r in held), held
-    settings.MEMDESK_RECALL = {"alike_needs_change": False}
-    marked = [r for r in _recall(globex, "paint-en", question, k=10) if needle in r["memory"]["content"]]
-    assert marked
-    assert not all(r["current"] for r in marked), marked
+    _current_but_marked_without(
+        globex, settings, "paint-en", "What is our latest painting project?", "sunset painting by the lake",
+        "alike_needs_change", k=10,
+    )  # fmt: skip
 
 
 def test_a_change_word_that_changes_no_value_leaves_the_older_current(globex, fake_ollama, settings):
@@ -2053,15 +2048,10 @@ def test_a_change_word_that_changes_no_value_leaves_the_older_current(globex, fa
         [("Strength training really changed the game for my basketball, it builds so much power.",
           "Love to hear it!")],
     )  # fmt: skip
-    question = "What do I do to supplement my basketball training?"
-    needle = "builds muscle and power"
-    held = [r for r in _recall(globex, "training-en", question, k=10) if needle in r["memory"]["content"]]
-    assert held
-    assert all(r["current"] for r in held), held
-    settings.MEMDESK_RECALL = {"update_needs_value": False}
-    marked = [r for r in _recall(globex, "training-en", question, k=10) if needle in r["memory"]["content"]]
-    assert marked
-    assert not all(r["current"] for r in marked), marked
+    _current_but_marked_without(
+        globex, settings, "training-en", "What do I do to supplement my basketball training?",
+        "builds muscle and power", "update_needs_value", k=10,
+    )  # fmt: skip
 
 
 def test_the_agents_echo_of_a_replaced_email_is_no_longer_current(acme, fake_ollama, settings):
