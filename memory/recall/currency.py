@@ -22,7 +22,7 @@ from memory.models import MemoryUnit
 from memory.recall.candidates import RecallHit
 from memory.recall.ranking import about_past, is_question_unit, names_any, query_identifiers
 from memory.recall.tuning import tuning
-from memory.store.read import SCOPE_SQL, scope_params
+from memory.store.read import SCOPE_SQL, scope_params, valid_sql
 from memory.text.language import ZH_STOPWORDS, query_terms, stop_words
 from memory.topics.domains import named_domains
 from tenants.models import Tenant
@@ -32,18 +32,17 @@ _CURRENT_TEMPLATE = "SELECT m.key, m.content, m.data FROM memory_memoryunit m WH
 _CURRENT_SQL = _CURRENT_TEMPLATE.format(scope=SCOPE_SQL)
 
 
-# Every keyed fact of some keys this end user has had until ``as_of``, current or not: what was once theirs.
-_HISTORY_SQL = """SELECT m.key, m.content, m.data FROM memory_memoryunit m
+# Every keyed fact of some keys this end user has had until ``as_of``, current or not (what was once theirs), each
+# with whether it is current and a change put it in place: its message's conversation unit says it changes something
+# (``data["update"]``: 「默认改成hejing.home@…」), not merely a value said later (「发送到您的邮箱 hezq@…」).
+_HISTORY_TEMPLATE = """SELECT m.key, m.content, m.data,
+    ({valid} AND (m.data -> 'frozen_topic') IS NULL
+     AND EXISTS (SELECT 1 FROM memory_memoryunit u WHERE u.tenant_id = m.tenant_id
+        AND u.source_message_id = m.source_message_id AND u.key LIKE 'conversation:%%' AND u.data ? 'update'))
+FROM memory_memoryunit m
 WHERE m.tenant_id = %(tenant)s AND m.end_user_id = %(end_user)s AND m.key = ANY(%(keys)s)
     AND m.created_at <= %(as_of)s"""
-
-# The current keyed facts of some keys that a change put in place: their message's conversation unit says it changes
-# something (``data["update"]``: 「默认改成hejing.home@…」), not merely a value said later (「发送到您的邮箱 hezq@…」).
-_CHANGED_NOW_TEMPLATE = """SELECT m.key, m.content, m.data FROM memory_memoryunit m
-WHERE {scope} AND m.key = ANY(%(keys)s)
-    AND EXISTS (SELECT 1 FROM memory_memoryunit u WHERE u.tenant_id = m.tenant_id
-        AND u.source_message_id = m.source_message_id AND u.key LIKE 'conversation:%%' AND u.data ? 'update')"""
-_CHANGED_NOW_SQL = _CHANGED_NOW_TEMPLATE.format(scope=SCOPE_SQL)
+_HISTORY_SQL = _HISTORY_TEMPLATE.format(valid=valid_sql("m", "%(as_of)s"))
 
 #: Keys whose value a unit that keys nothing may say again as written (the agent's 「结果会发到hejing.work@…」 after
 #: the customer gave it): the value's kind in ``claims.values_of`` is the key.
@@ -91,9 +90,11 @@ def _stale_units(
     def asked(key: str) -> bool:
         return query is None or scope == "any" or asks_about(query, key, about_now=present)
 
-    keys = sorted({key for u in units for key in (u.data or {}).get("facts", {}) if asked(key)})
     echoed = _echoed(units, {k for k in ECHOED_KEYS if asked(k)} if tuning().echoed_stale else set())
-    keys = sorted(set(keys) | {key for said in echoed.values() for key, _ in said})
+    keys = sorted(
+        {key for u in units for key in (u.data or {}).get("facts", {}) if asked(key)}
+        | {key for said in echoed.values() for key, _ in said}
+    )
     if not keys:
         return stale
     params = {**scope_params(tenant, session, as_of), "keys": keys}
@@ -101,12 +102,12 @@ def _stale_units(
         cursor.execute(_CURRENT_SQL, params)
         current = _by_key(cursor.fetchall())
         history: dict[str, list[dict[str, Any]]] = {}
-        changed_now: dict[str, list[dict[str, Any]]] = {}
+        changed_now: set[str] = set()
         if echoed:
             cursor.execute(_HISTORY_SQL, params)
-            history = _by_key(cursor.fetchall())
-            cursor.execute(_CHANGED_NOW_SQL, params)
-            changed_now = _by_key(cursor.fetchall())
+            rows = cursor.fetchall()
+            history = _by_key([row[:3] for row in rows])
+            changed_now = {row[0] for row in rows if row[3]}
     for pk, said in echoed.items():
         # A value the customer's keyed fact once held and a change replaced, said again by a unit that keys
         # nothing: that unit says the old value (an agent's echo of a replaced e-mail). A value never keyed as the
@@ -116,7 +117,7 @@ def _stale_units(
         for key, value in said:
             now = current.get(key, [])
             if (
-                changed_now.get(key)
+                key in changed_now
                 and not any(_states(m, v) for m in now for k, v in said if k == key)
                 and any(_states(m, value) for m in history.get(key, []))
             ):
