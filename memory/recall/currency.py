@@ -83,7 +83,8 @@ def _stale_units(
     current memories hold another value, or — for a key with a validity of its own — none is current any
     more. With ``query``, only the values it asks about count (``memory.conversation.units.asks_about``): the rest
     of such a unit is as true as it was; ``present``: the query asks how things stand now (``about_now``). One
-    query of the current values, only when a unit states such facts."""
+    query of the current values, only when a unit states such facts; one of the key's history, only when a unit
+    says an e-mail again without keying it (``ECHOED_KEYS``)."""
     stale = _changed_units(units, query, as_of)
     scope = str(tuning().stale_scope)
 
